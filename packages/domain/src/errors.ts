@@ -1,0 +1,238 @@
+/**
+ * The error catalog of the public API, one tagged error per code. Each error knows the
+ * stable `code`, the HTTP status it answers with and the `details` object of the
+ * contract; the HTTP layer only serializes them.
+ */
+import { Schema } from "effect"
+
+/** What a 404 names. workspace and api_key appear only on the operator interface. */
+export const ResourceKind = Schema.Literal(
+  "intake_bot",
+  "submission",
+  "webhook",
+  "delivery",
+  "route",
+  "workspace",
+  "api_key"
+)
+export type ResourceKind = typeof ResourceKind.Type
+
+export const LimitedResource = Schema.Literal("submissions", "api_keys", "webhook_endpoints")
+export type LimitedResource = typeof LimitedResource.Type
+
+/** One validation problem; `path` is dotted from the body ("data.email", "events.0") or a query name. */
+export const ValidationIssue = Schema.Struct({ path: Schema.String, message: Schema.String })
+export type ValidationIssue = typeof ValidationIssue.Type
+
+export class AuthenticationRequired extends Schema.TaggedError<AuthenticationRequired>()(
+  "AuthenticationRequired",
+  {
+    message: Schema.String
+  }
+) {
+  get code() {
+    return "authentication_required" as const
+  }
+  get httpStatus() {
+    return 401 as const
+  }
+  get details(): Record<string, unknown> | undefined {
+    return undefined
+  }
+}
+
+export class InsufficientScopes extends Schema.TaggedError<InsufficientScopes>()("InsufficientScopes", {
+  message: Schema.String,
+  required: Schema.Array(Schema.String),
+  granted: Schema.Array(Schema.String)
+}) {
+  get code() {
+    return "insufficient_scopes" as const
+  }
+  get httpStatus() {
+    return 403 as const
+  }
+  get details() {
+    return { required: this.required, granted: this.granted }
+  }
+}
+
+export class FeatureNotAvailable extends Schema.TaggedError<FeatureNotAvailable>()("FeatureNotAvailable", {
+  message: Schema.String,
+  feature: Schema.String
+}) {
+  get code() {
+    return "feature_not_available" as const
+  }
+  get httpStatus() {
+    return 403 as const
+  }
+  get details() {
+    return { feature: this.feature }
+  }
+}
+
+export class WorkspaceArchived extends Schema.TaggedError<WorkspaceArchived>()("WorkspaceArchived", {
+  message: Schema.String
+}) {
+  get code() {
+    return "workspace_archived" as const
+  }
+  get httpStatus() {
+    return 403 as const
+  }
+  get details(): Record<string, unknown> | undefined {
+    return undefined
+  }
+}
+
+export class ResourceNotFound extends Schema.TaggedError<ResourceNotFound>()("ResourceNotFound", {
+  message: Schema.String,
+  resource: ResourceKind
+}) {
+  get code() {
+    return "resource_not_found" as const
+  }
+  get httpStatus() {
+    return 404 as const
+  }
+  get details() {
+    return { resource: this.resource }
+  }
+}
+
+/**
+ * 400 for what the request alone shows to be wrong; 422 for what needs other workspace
+ * data (bots outside the workspace, a webhook URL resolving to a forbidden address).
+ */
+export class ValidationFailed extends Schema.TaggedError<ValidationFailed>()("ValidationFailed", {
+  message: Schema.String,
+  status: Schema.Literal(400, 422),
+  issues: Schema.Array(ValidationIssue),
+  unknownKeys: Schema.optional(Schema.Array(Schema.String))
+}) {
+  get code() {
+    return "validation_failed" as const
+  }
+  get httpStatus() {
+    return this.status
+  }
+  get details() {
+    return this.unknownKeys === undefined
+      ? { issues: this.issues }
+      : { issues: this.issues, unknown_keys: this.unknownKeys }
+  }
+}
+
+export class RateLimitExceeded extends Schema.TaggedError<RateLimitExceeded>()("RateLimitExceeded", {
+  message: Schema.String,
+  retryAfterSeconds: Schema.Number
+}) {
+  get code() {
+    return "rate_limit_exceeded" as const
+  }
+  get httpStatus() {
+    return 429 as const
+  }
+  get details() {
+    return { retry_after: this.retryAfterSeconds }
+  }
+}
+
+export class PlanLimitExceeded extends Schema.TaggedError<PlanLimitExceeded>()("PlanLimitExceeded", {
+  message: Schema.String,
+  resource: LimitedResource,
+  current: Schema.Number,
+  max: Schema.Number
+}) {
+  get code() {
+    return "plan_limit_exceeded" as const
+  }
+  get httpStatus() {
+    return 429 as const
+  }
+  get details() {
+    return { resource: this.resource, current: this.current, max: this.max }
+  }
+}
+
+export class IdempotencyConflict extends Schema.TaggedError<IdempotencyConflict>()("IdempotencyConflict", {
+  message: Schema.String
+}) {
+  get code() {
+    return "idempotency_conflict" as const
+  }
+  get httpStatus() {
+    return 409 as const
+  }
+  get details(): Record<string, unknown> | undefined {
+    return undefined
+  }
+}
+
+export class Conflict extends Schema.TaggedError<Conflict>()("Conflict", {
+  message: Schema.String
+}) {
+  get code() {
+    return "conflict" as const
+  }
+  get httpStatus() {
+    return 409 as const
+  }
+  get details(): Record<string, unknown> | undefined {
+    return undefined
+  }
+}
+
+/** The sanitized 500: never carries a stack, SQL text or driver message. */
+export class InternalError extends Schema.TaggedError<InternalError>()("InternalError", {
+  message: Schema.String
+}) {
+  get code() {
+    return "internal_error" as const
+  }
+  get httpStatus() {
+    return 500 as const
+  }
+  get details(): Record<string, unknown> | undefined {
+    return undefined
+  }
+}
+
+/**
+ * The one failure a port may add to domain errors: its store did not answer. `cause` is
+ * for logs only and never reaches a client (the HTTP layer answers internal_error).
+ */
+export class StorageUnavailable extends Schema.TaggedError<StorageUnavailable>()("StorageUnavailable", {
+  operation: Schema.String,
+  cause: Schema.optional(Schema.Defect)
+}) {}
+
+/** Every error a client may see, as a union. */
+export type ApiError =
+  | AuthenticationRequired
+  | InsufficientScopes
+  | FeatureNotAvailable
+  | WorkspaceArchived
+  | ResourceNotFound
+  | ValidationFailed
+  | RateLimitExceeded
+  | PlanLimitExceeded
+  | IdempotencyConflict
+  | Conflict
+  | InternalError
+
+export const notFound = (resource: ResourceKind): ResourceNotFound =>
+  new ResourceNotFound({ message: `The ${resource.replace("_", " ")} was not found.`, resource })
+
+export const invalid = (
+  issues: ReadonlyArray<ValidationIssue>,
+  options: { readonly status?: 400 | 422; readonly unknownKeys?: ReadonlyArray<string> } = {}
+): ValidationFailed =>
+  new ValidationFailed({
+    message:
+      issues.length === 1 ? `${issues[0]!.path || "body"}: ${issues[0]!.message}` : "The request is invalid.",
+    status: options.status ?? 400,
+    issues,
+    ...(options.unknownKeys === undefined ? {} : { unknownKeys: options.unknownKeys })
+  })

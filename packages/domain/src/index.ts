@@ -1,0 +1,5 @@
+export * from "./errors.js"
+export * from "./models.js"
+export * as Cursor from "./policies/cursor.js"
+export * from "./ports.js"
+export * from "./usecases/services.js"

@@ -1,0 +1,253 @@
+/**
+ * The domain's records. Timestamps are epoch milliseconds (UTC); the HTTP layer renders
+ * them as ISO 8601 with exactly three fraction digits.
+ */
+import { Schema } from "effect"
+
+export const EpochMillis = Schema.Number.annotations({ identifier: "EpochMillis" })
+export type EpochMillis = number
+
+export const IdPrefix = Schema.Literal("ws", "key", "bot", "sub", "msg", "wh", "evt", "dlv", "con")
+export type IdPrefix = typeof IdPrefix.Type
+
+// ---------------------------------------------------------------- workspaces and plans
+
+export const Plan = Schema.Literal("free", "pro", "business")
+export type Plan = typeof Plan.Type
+
+export const WorkspaceStatus = Schema.Literal("active", "archived")
+export type WorkspaceStatus = typeof WorkspaceStatus.Type
+
+export const Workspace = Schema.Struct({
+  id: Schema.String,
+  name: Schema.String,
+  plan: Plan,
+  status: WorkspaceStatus,
+  /** Operator override of the plan's monthly submission quota; null means the plan's. */
+  monthlySubmissionQuota: Schema.NullOr(Schema.Number),
+  /** Operator override of the plan's per-key requests per minute; null means the plan's. */
+  rateLimitPerMinute: Schema.NullOr(Schema.Number),
+  createdAt: EpochMillis,
+  updatedAt: EpochMillis
+})
+export type Workspace = typeof Workspace.Type
+
+// ---------------------------------------------------------------- API keys and scopes
+
+export const Scope = Schema.Literal(
+  "read:intake-bots",
+  "write:intake-bots",
+  "read:submissions",
+  "read:contacts",
+  "read:records",
+  "manage:webhooks"
+)
+export type Scope = typeof Scope.Type
+export const allScopes: ReadonlyArray<Scope> = Scope.literals
+
+export const ApiKey = Schema.Struct({
+  id: Schema.String,
+  workspaceId: Schema.String,
+  name: Schema.NullOr(Schema.String),
+  /** Hex SHA-256 of the full key; the key itself is never stored. */
+  keyHash: Schema.String,
+  scopes: Schema.Array(Scope),
+  expiresAt: Schema.NullOr(EpochMillis),
+  revokedAt: Schema.NullOr(EpochMillis),
+  lastUsedAt: Schema.NullOr(EpochMillis),
+  createdAt: EpochMillis
+})
+export type ApiKey = typeof ApiKey.Type
+
+// ---------------------------------------------------------------- intake bots
+
+export const FieldType = Schema.Literal(
+  "text",
+  "long_text",
+  "email",
+  "phone",
+  "url",
+  "number",
+  "boolean",
+  "date",
+  "select",
+  "multi_select"
+)
+export type FieldType = typeof FieldType.Type
+
+export const SchemaField = Schema.Struct({
+  name: Schema.String,
+  label: Schema.String,
+  type: FieldType,
+  required: Schema.optional(Schema.Boolean),
+  options: Schema.optional(Schema.Array(Schema.String))
+})
+export type SchemaField = typeof SchemaField.Type
+
+export const BotStatus = Schema.Literal("ACTIVE", "PAUSED", "ARCHIVED")
+export type BotStatus = typeof BotStatus.Type
+
+export const IntakeBot = Schema.Struct({
+  id: Schema.String,
+  workspaceId: Schema.String,
+  name: Schema.String,
+  description: Schema.String,
+  status: BotStatus,
+  /** The short slug served as share_url: 8 letters and digits, unique. */
+  shareSlug: Schema.String,
+  schema: Schema.Array(SchemaField),
+  schemaVersion: Schema.Number,
+  createdAt: EpochMillis,
+  updatedAt: EpochMillis
+})
+export type IntakeBot = typeof IntakeBot.Type
+
+export type IntakeBotListItem = IntakeBot & { readonly submissionCount: number }
+
+// ---------------------------------------------------------------- submissions
+
+export const SubmissionStatus = Schema.Literal("IN_PROGRESS", "COMPLETED", "ABANDONED")
+export type SubmissionStatus = typeof SubmissionStatus.Type
+
+/** A stored field value: what the schema's types admit, or null for an omitted optional. */
+export const FieldValue = Schema.Union(
+  Schema.String,
+  Schema.Number,
+  Schema.Boolean,
+  Schema.Array(Schema.String),
+  Schema.Null
+)
+export type FieldValue = typeof FieldValue.Type
+
+export const MessageRole = Schema.Literal("assistant", "user", "system")
+export type MessageRole = typeof MessageRole.Type
+
+export const Message = Schema.Struct({
+  id: Schema.String,
+  submissionId: Schema.String,
+  role: MessageRole,
+  content: Schema.String,
+  createdAt: EpochMillis
+})
+export type Message = typeof Message.Type
+
+export const Submission = Schema.Struct({
+  id: Schema.String,
+  workspaceId: Schema.String,
+  intakeBotId: Schema.String,
+  data: Schema.Record({ key: Schema.String, value: FieldValue }),
+  status: SubmissionStatus,
+  aiSummary: Schema.String,
+  isTest: Schema.Boolean,
+  fileCount: Schema.Number,
+  schemaVersion: Schema.Number,
+  createdAt: EpochMillis,
+  updatedAt: EpochMillis
+})
+export type Submission = typeof Submission.Type
+
+export type SubmissionListItem = Submission & { readonly messageCount: number }
+export type SubmissionDetail = Submission & { readonly messages: ReadonlyArray<Message> }
+
+// ---------------------------------------------------------------- contacts
+
+export const Contact = Schema.Struct({
+  id: Schema.String,
+  workspaceId: Schema.String,
+  /** As first given; matched case-insensitively. */
+  email: Schema.String,
+  name: Schema.NullOr(Schema.String),
+  createdAt: EpochMillis
+})
+export type Contact = typeof Contact.Type
+
+// ---------------------------------------------------------------- events and webhooks
+
+export const EventType = Schema.Literal("submission.completed", "contact.created")
+export type EventType = typeof EventType.Type
+export const eventTypes: ReadonlyArray<EventType> = EventType.literals
+
+/**
+ * An event in the outbox. It names its sources rather than carrying a payload, so that
+ * a delivery (and a redelivery) rebuilds the payload from them, and knows when they are gone.
+ */
+export const DomainEvent = Schema.Struct({
+  id: Schema.String,
+  workspaceId: Schema.String,
+  type: EventType,
+  intakeBotId: Schema.String,
+  submissionId: Schema.String,
+  contactId: Schema.NullOr(Schema.String),
+  createdAt: EpochMillis
+})
+export type DomainEvent = typeof DomainEvent.Type
+
+export const WebhookStatus = Schema.Literal("active", "paused", "disabled")
+export type WebhookStatus = typeof WebhookStatus.Type
+
+export const WebhookEndpoint = Schema.Struct({
+  id: Schema.String,
+  workspaceId: Schema.String,
+  url: Schema.String,
+  events: Schema.Array(EventType),
+  status: WebhookStatus,
+  description: Schema.String,
+  intakeBotIds: Schema.Array(Schema.String),
+  /** whsec_…; returned to the client only by the create call. */
+  secret: Schema.String,
+  lastDeliveryAt: Schema.NullOr(EpochMillis),
+  lastDeliveryOk: Schema.NullOr(Schema.Boolean),
+  consecutiveFails: Schema.Number,
+  /** Start of the current failure streak; null while the last attempt succeeded. */
+  failingSince: Schema.NullOr(EpochMillis),
+  createdAt: EpochMillis,
+  updatedAt: EpochMillis
+})
+export type WebhookEndpoint = typeof WebhookEndpoint.Type
+
+export const DeliveryTrigger = Schema.Literal("event", "retry", "test", "redeliver")
+export type DeliveryTrigger = typeof DeliveryTrigger.Type
+export const DeliveryStatus = Schema.Literal("pending", "succeeded", "failed")
+export type DeliveryStatus = typeof DeliveryStatus.Type
+
+export const Delivery = Schema.Struct({
+  id: Schema.String,
+  webhookId: Schema.String,
+  eventId: Schema.String,
+  eventType: Schema.String,
+  attempt: Schema.Number,
+  trigger: DeliveryTrigger,
+  status: DeliveryStatus,
+  responseStatus: Schema.NullOr(Schema.Number),
+  responseBody: Schema.NullOr(Schema.String),
+  error: Schema.NullOr(Schema.String),
+  durationMs: Schema.NullOr(Schema.Number),
+  nextRetryAt: Schema.NullOr(EpochMillis),
+  createdAt: EpochMillis
+})
+export type Delivery = typeof Delivery.Type
+
+// ---------------------------------------------------------------- lists
+
+/** A position in a newest-first list: the last item seen. */
+export interface ListPosition {
+  readonly createdAt: EpochMillis
+  readonly id: string
+}
+
+/** Keyset page request: up to `limit` items strictly after `after` in (createdAt desc, id desc) order. */
+export interface PageRequest {
+  readonly limit: number
+  readonly after: ListPosition | null
+}
+
+export interface Page<A> {
+  readonly items: ReadonlyArray<A>
+  readonly hasMore: boolean
+}
+
+/** Inclusive bounds of the submissions list. */
+export interface CreatedRange {
+  readonly createdAfter: EpochMillis | null
+  readonly createdBefore: EpochMillis | null
+}

@@ -1,0 +1,262 @@
+/**
+ * Ports: what the domain needs from the outside, one explicit shape each. Every method
+ * fails with a domain error or with StorageUnavailable, nothing else.
+ *
+ * Transactions: `UnitOfWork.transaction` runs an effect so that every repository call
+ * made inside it commits together or not at all, serialized against other transactions
+ * where the rule needs it (quota, key caps, idempotency). Repository calls made outside
+ * a transaction are atomic one by one.
+ */
+import { Context, type Effect, type Option } from "effect"
+import type { IdempotencyConflict, PlanLimitExceeded, StorageUnavailable } from "./errors.js"
+import type {
+  ApiKey,
+  Contact,
+  CreatedRange,
+  DomainEvent,
+  EpochMillis,
+  IdPrefix,
+  IntakeBot,
+  IntakeBotListItem,
+  Message,
+  Page,
+  PageRequest,
+  Submission,
+  SubmissionDetail,
+  SubmissionListItem,
+  WebhookEndpoint,
+  Workspace
+} from "./models.js"
+
+type Stored<A, E = never> = Effect.Effect<A, E | StorageUnavailable>
+
+// ---------------------------------------------------------------- platform
+
+/** Cryptographic primitives. Synchronous: they are cheap and have no failure mode. */
+export class Crypto extends Context.Tag("@intake/Crypto")<
+  Crypto,
+  {
+    readonly sha256Hex: (input: string) => string
+    readonly hmacSha256: (key: Uint8Array, message: string) => Uint8Array
+    readonly randomBytes: (size: number) => Uint8Array
+    /** Constant-time equality of two strings (false when the lengths differ). */
+    readonly constantTimeEqual: (a: string, b: string) => boolean
+  }
+>() {}
+
+/** Identifier source: prefixed, time-sortable, unique (`sub_01J…`). */
+export class Ids extends Context.Tag("@intake/Ids")<
+  Ids,
+  {
+    readonly next: (prefix: IdPrefix) => Effect.Effect<string>
+  }
+>() {}
+
+export class UnitOfWork extends Context.Tag("@intake/UnitOfWork")<
+  UnitOfWork,
+  {
+    readonly transaction: <A, E, R>(
+      self: Effect.Effect<A, E, R>
+    ) => Effect.Effect<A, E | StorageUnavailable, R>
+  }
+>() {}
+
+// ---------------------------------------------------------------- repositories
+
+export class WorkspaceRepository extends Context.Tag("@intake/WorkspaceRepository")<
+  WorkspaceRepository,
+  {
+    readonly insert: (workspace: Workspace) => Stored<void>
+    readonly update: (workspace: Workspace) => Stored<void>
+    readonly findById: (id: string) => Stored<Option.Option<Workspace>>
+  }
+>() {}
+
+export class ApiKeyRepository extends Context.Tag("@intake/ApiKeyRepository")<
+  ApiKeyRepository,
+  {
+    /**
+     * Inserts the key unless the workspace already has `max` usable keys (not revoked,
+     * not expired at `now`); atomic with respect to concurrent inserts.
+     */
+    readonly insertWithinCap: (key: ApiKey, max: number, now: EpochMillis) => Stored<void, PlanLimitExceeded>
+    readonly findByHash: (keyHash: string) => Stored<Option.Option<ApiKey>>
+    readonly findById: (id: string) => Stored<Option.Option<ApiKey>>
+    /** Sets revoked_at unless already set; answers the key as stored afterwards. */
+    readonly revoke: (id: string, at: EpochMillis) => Stored<Option.Option<ApiKey>>
+    /** Writes last_used_at = at only when it is null or at most `at - minIntervalMs`; true when written. */
+    readonly touchLastUsed: (id: string, at: EpochMillis, minIntervalMs: number) => Stored<boolean>
+  }
+>() {}
+
+export class IntakeBotRepository extends Context.Tag("@intake/IntakeBotRepository")<
+  IntakeBotRepository,
+  {
+    readonly insert: (bot: IntakeBot) => Stored<void>
+    readonly update: (bot: IntakeBot) => Stored<void>
+    /** Any workspace's bot: for the operator interface only. */
+    readonly findById: (id: string) => Stored<Option.Option<IntakeBot>>
+    readonly findInWorkspace: (workspaceId: string, id: string) => Stored<Option.Option<IntakeBot>>
+    readonly list: (workspaceId: string, page: PageRequest) => Stored<Page<IntakeBotListItem>>
+    /** Which of `ids` are bots of the workspace. */
+    readonly existingIds: (workspaceId: string, ids: ReadonlyArray<string>) => Stored<ReadonlyArray<string>>
+    readonly slugExists: (slug: string) => Stored<boolean>
+  }
+>() {}
+
+export class SubmissionRepository extends Context.Tag("@intake/SubmissionRepository")<
+  SubmissionRepository,
+  {
+    readonly insert: (submission: Submission, messages: ReadonlyArray<Message>) => Stored<void>
+    /** Any workspace's submission: for the operator interface only. */
+    readonly findById: (id: string) => Stored<Option.Option<Submission>>
+    readonly findInBot: (
+      workspaceId: string,
+      intakeBotId: string,
+      id: string
+    ) => Stored<Option.Option<SubmissionDetail>>
+    readonly list: (
+      workspaceId: string,
+      intakeBotId: string,
+      page: PageRequest,
+      range: CreatedRange
+    ) => Stored<Page<SubmissionListItem>>
+    /** Deletes the submission and its messages; true when it existed. */
+    readonly delete: (id: string) => Stored<boolean>
+  }
+>() {}
+
+/** Monthly usage counters, e.g. submissions per workspace per UTC calendar month. */
+export class UsageCounters extends Context.Tag("@intake/UsageCounters")<
+  UsageCounters,
+  {
+    /**
+     * Adds one to the workspace's counter for `period` ("2026-11") unless it already
+     * reached `max`; answers the new count. Never lets the count pass `max`, also under
+     * concurrent calls; fails with plan_limit_exceeded (resource "submissions") instead.
+     */
+    readonly reserveSubmission: (
+      workspaceId: string,
+      period: string,
+      max: number
+    ) => Stored<number, PlanLimitExceeded>
+    readonly submissionsUsed: (workspaceId: string, period: string) => Stored<number>
+  }
+>() {}
+
+export class ContactRepository extends Context.Tag("@intake/ContactRepository")<
+  ContactRepository,
+  {
+    /** Finds the workspace's contact with this email (case-insensitive) or inserts `candidate`. */
+    readonly findOrCreate: (
+      candidate: Contact
+    ) => Stored<{ readonly contact: Contact; readonly created: boolean }>
+    readonly findById: (workspaceId: string, id: string) => Stored<Option.Option<Contact>>
+  }
+>() {}
+
+/** The transactional outbox: events are appended in the same unit of work as their data. */
+export class EventOutbox extends Context.Tag("@intake/EventOutbox")<
+  EventOutbox,
+  {
+    readonly append: (events: ReadonlyArray<DomainEvent>) => Stored<void>
+    readonly findById: (id: string) => Stored<Option.Option<DomainEvent>>
+  }
+>() {}
+
+export class WebhookRepository extends Context.Tag("@intake/WebhookRepository")<
+  WebhookRepository,
+  {
+    /** Inserts unless the workspace already has `max` endpoints; atomic under concurrency. */
+    readonly insertWithinCap: (endpoint: WebhookEndpoint, max: number) => Stored<void, PlanLimitExceeded>
+    readonly update: (endpoint: WebhookEndpoint) => Stored<void>
+    readonly findInWorkspace: (workspaceId: string, id: string) => Stored<Option.Option<WebhookEndpoint>>
+    readonly list: (workspaceId: string, page: PageRequest) => Stored<Page<WebhookEndpoint>>
+    readonly delete: (workspaceId: string, id: string) => Stored<boolean>
+  }
+>() {}
+
+// ---------------------------------------------------------------- idempotency
+
+export interface IdempotencyScope {
+  readonly apiKeyId: string
+  readonly key: string
+}
+
+/** A finished operation's answer as the client saw it, replayed verbatim. */
+export interface StoredResponse {
+  readonly status: number
+  readonly body: unknown
+}
+
+export type IdempotencyClaim =
+  | { readonly _tag: "Fresh" }
+  | { readonly _tag: "Replay"; readonly response: StoredResponse }
+
+export class IdempotencyStore extends Context.Tag("@intake/IdempotencyStore")<
+  IdempotencyStore,
+  {
+    /**
+     * Called inside the unit of work that performs the operation. Claims the scope for the
+     * rest of that unit of work: fails with idempotency_conflict when another unit of work
+     * holds it (in flight) or when an unexpired record has another fingerprint; answers
+     * Replay when an unexpired record has the same fingerprint.
+     */
+    readonly claim: (
+      scope: IdempotencyScope,
+      fingerprint: string,
+      now: EpochMillis
+    ) => Stored<IdempotencyClaim, IdempotencyConflict>
+    /** Stores the response in the same unit of work as the claim. */
+    readonly complete: (
+      scope: IdempotencyScope,
+      fingerprint: string,
+      response: StoredResponse,
+      createdAt: EpochMillis,
+      expiresAt: EpochMillis
+    ) => Stored<void>
+    /** Deletes records whose expiry is at or before `now`; answers how many. */
+    readonly purgeExpired: (now: EpochMillis) => Stored<number>
+  }
+>() {}
+
+// ---------------------------------------------------------------- rate limiting
+
+/** What a sliding-window check decided, and what the rate-limit headers need. */
+export interface RateLimitDecision {
+  readonly allowed: boolean
+  readonly limit: number
+  readonly remaining: number
+  /** Epoch ms at which the oldest request in the window leaves it (now when the window is empty). */
+  readonly resetAt: EpochMillis
+  /** Whole seconds until a request would be admitted, at least 1; 0 when allowed. */
+  readonly retryAfterSeconds: number
+}
+
+export class RateLimiter extends Context.Tag("@intake/RateLimiter")<
+  RateLimiter,
+  {
+    /**
+     * Counts one request for `bucket` if fewer than `limit` were admitted in the last
+     * `windowMs`; refused requests are not counted. Exact: no span of `windowMs` ever
+     * admits more than `limit`.
+     */
+    readonly hit: (bucket: string, limit: number, windowMs: number) => Stored<RateLimitDecision>
+  }
+>() {}
+
+// ---------------------------------------------------------------- summaries
+
+export interface SummaryInput {
+  readonly bot: IntakeBot
+  readonly data: Readonly<Record<string, unknown>>
+  readonly status: string
+}
+
+export class Summarizer extends Context.Tag("@intake/Summarizer")<
+  Summarizer,
+  {
+    /** A plain-text summary of at most 280 characters. A summarizer that fails yields "". */
+    readonly summarize: (input: SummaryInput) => Effect.Effect<string>
+  }
+>() {}

@@ -1,0 +1,296 @@
+/**
+ * The use cases the adapters call, as services. Their layers live beside this file, one
+ * per area; the HTTP layer depends only on these shapes.
+ */
+import { Context, type Effect } from "effect"
+import type {
+  AuthenticationRequired,
+  Conflict,
+  FeatureNotAvailable,
+  IdempotencyConflict,
+  InsufficientScopes,
+  PlanLimitExceeded,
+  ResourceNotFound,
+  StorageUnavailable,
+  ValidationFailed,
+  WorkspaceArchived
+} from "../errors.js"
+import type {
+  ApiKey,
+  BotStatus,
+  EpochMillis,
+  IntakeBot,
+  IntakeBotListItem,
+  MessageRole,
+  Plan,
+  SchemaField,
+  Scope,
+  SubmissionDetail,
+  SubmissionListItem,
+  WebhookEndpoint,
+  Workspace,
+  WorkspaceStatus
+} from "../models.js"
+import type { RateLimitDecision, StoredResponse } from "../ports.js"
+
+// ---------------------------------------------------------------- shared shapes
+
+/** Who is calling: a usable key and its workspace, checked for archive and plan. */
+export interface Principal {
+  readonly apiKey: ApiKey
+  readonly workspace: Workspace
+}
+
+/** A list request as the client sent it: limit already range-checked, cursor still opaque. */
+export interface ListQuery {
+  readonly limit: number
+  readonly cursor: string | null
+}
+
+export interface Listed<A> {
+  readonly items: ReadonlyArray<A>
+  readonly nextCursor: string | null
+}
+
+type Fails<E = never> = E | StorageUnavailable
+
+// ---------------------------------------------------------------- access
+
+export class Access extends Context.Tag("@intake/Access")<
+  Access,
+  {
+    /**
+     * Checks the Authorization header in the order of decisions.md section 2: the key
+     * (401), then an archived workspace, then a plan without API access (403). Records
+     * last_used_at at most once a minute.
+     */
+    readonly authenticate: (
+      authorization: string | undefined
+    ) => Effect.Effect<Principal, Fails<AuthenticationRequired | WorkspaceArchived | FeatureNotAvailable>>
+    /** The key's sliding window (plan limit or the workspace's override). Fails open. */
+    readonly limitKey: (principal: Principal) => Effect.Effect<RateLimitDecision>
+    /** The per-client-IP window for requests without a valid key (100 per minute). Fails open. */
+    readonly limitAnonymous: (clientIp: string) => Effect.Effect<RateLimitDecision>
+    readonly requireScope: (principal: Principal, scope: Scope) => Effect.Effect<void, InsufficientScopes>
+  }
+>() {}
+
+// ---------------------------------------------------------------- operator interface
+
+export interface NewWorkspace {
+  readonly name: string
+  readonly plan: Plan
+  readonly monthlySubmissionQuota?: number | null
+}
+
+export interface WorkspaceChanges {
+  readonly plan?: Plan
+  readonly status?: WorkspaceStatus
+  readonly monthlySubmissionQuota?: number | null
+  readonly rateLimitPerMinute?: number | null
+}
+
+export interface NewApiKey {
+  readonly scopes: ReadonlyArray<Scope>
+  readonly name?: string | null
+  readonly expiresAt?: EpochMillis | null
+}
+
+/** A created key: `key` is the full secret, shown this once and never again. */
+export interface IssuedApiKey {
+  readonly apiKey: ApiKey
+  readonly key: string
+}
+
+export class Provisioning extends Context.Tag("@intake/Provisioning")<
+  Provisioning,
+  {
+    readonly createWorkspace: (input: NewWorkspace) => Effect.Effect<Workspace, Fails<ValidationFailed>>
+    readonly updateWorkspace: (
+      id: string,
+      changes: WorkspaceChanges
+    ) => Effect.Effect<Workspace, Fails<ResourceNotFound | ValidationFailed>>
+    readonly createApiKey: (
+      workspaceId: string,
+      input: NewApiKey
+    ) => Effect.Effect<IssuedApiKey, Fails<ResourceNotFound | ValidationFailed | PlanLimitExceeded>>
+    readonly getApiKey: (id: string) => Effect.Effect<ApiKey, Fails<ResourceNotFound>>
+    readonly revokeApiKey: (id: string) => Effect.Effect<ApiKey, Fails<ResourceNotFound>>
+  }
+>() {}
+
+// ---------------------------------------------------------------- intake bots
+
+export interface NewIntakeBot {
+  readonly name: string
+  readonly description?: string
+  readonly status?: BotStatus
+  readonly schema: ReadonlyArray<SchemaField>
+}
+
+export interface IntakeBotChanges {
+  readonly name?: string
+  readonly description?: string
+  readonly status?: BotStatus
+  /** A new schema; schema_version grows by one when it differs from the current one. */
+  readonly schema?: ReadonlyArray<SchemaField>
+}
+
+export class IntakeBots extends Context.Tag("@intake/IntakeBots")<
+  IntakeBots,
+  {
+    readonly list: (
+      workspaceId: string,
+      query: ListQuery
+    ) => Effect.Effect<Listed<IntakeBotListItem>, Fails<ValidationFailed>>
+    readonly get: (workspaceId: string, id: string) => Effect.Effect<IntakeBot, Fails<ResourceNotFound>>
+    /** Operator interface. */
+    readonly create: (
+      workspaceId: string,
+      input: NewIntakeBot
+    ) => Effect.Effect<IntakeBot, Fails<ResourceNotFound | ValidationFailed>>
+    /** Operator interface. */
+    readonly update: (
+      id: string,
+      changes: IntakeBotChanges
+    ) => Effect.Effect<IntakeBot, Fails<ResourceNotFound | ValidationFailed>>
+  }
+>() {}
+
+// ---------------------------------------------------------------- submissions
+
+export interface SubmissionQuery extends ListQuery {
+  readonly createdAfter: EpochMillis | null
+  readonly createdBefore: EpochMillis | null
+}
+
+export interface NewSubmission {
+  /** Field values as the client sent them; validated against the bot's schema. */
+  readonly data: Readonly<Record<string, unknown>>
+  /** IN_PROGRESS or COMPLETED; omitted means COMPLETED. */
+  readonly status?: "IN_PROGRESS" | "COMPLETED"
+  readonly isTest?: boolean
+  /** Only the operator interface (the conversational collector) passes messages. */
+  readonly messages?: ReadonlyArray<{ readonly role: MessageRole; readonly content: string }>
+}
+
+export class Submissions extends Context.Tag("@intake/Submissions")<
+  Submissions,
+  {
+    readonly list: (
+      workspaceId: string,
+      intakeBotId: string,
+      query: SubmissionQuery
+    ) => Effect.Effect<
+      { readonly submissions: Listed<SubmissionListItem>; readonly schema: ReadonlyArray<SchemaField> },
+      Fails<ResourceNotFound | ValidationFailed>
+    >
+    readonly get: (
+      workspaceId: string,
+      intakeBotId: string,
+      id: string
+    ) => Effect.Effect<SubmissionDetail, Fails<ResourceNotFound>>
+    /**
+     * Validates, reserves the monthly quota, stores the submission with its messages,
+     * finds or creates the contact and appends the events, all in one unit of work.
+     */
+    readonly create: (
+      workspaceId: string,
+      intakeBotId: string,
+      input: NewSubmission
+    ) => Effect.Effect<
+      SubmissionDetail,
+      Fails<ResourceNotFound | ValidationFailed | Conflict | PlanLimitExceeded>
+    >
+    /** Operator interface: any workspace's bot. */
+    readonly createForBot: (
+      intakeBotId: string,
+      input: NewSubmission
+    ) => Effect.Effect<
+      SubmissionDetail,
+      Fails<ResourceNotFound | ValidationFailed | Conflict | PlanLimitExceeded>
+    >
+    /** Operator interface. */
+    readonly remove: (id: string) => Effect.Effect<void, Fails<ResourceNotFound>>
+  }
+>() {}
+
+// ---------------------------------------------------------------- webhooks
+
+export interface NewWebhook {
+  readonly url: string
+  readonly events: ReadonlyArray<string>
+  readonly description?: string
+  readonly intakeBotIds?: ReadonlyArray<string>
+}
+
+export interface WebhookChanges {
+  readonly events?: ReadonlyArray<string>
+  readonly description?: string
+  readonly status?: "active" | "paused"
+  readonly intakeBotIds?: ReadonlyArray<string>
+}
+
+export class Webhooks extends Context.Tag("@intake/Webhooks")<
+  Webhooks,
+  {
+    readonly list: (
+      workspaceId: string,
+      query: ListQuery
+    ) => Effect.Effect<Listed<WebhookEndpoint>, Fails<ValidationFailed>>
+    readonly get: (workspaceId: string, id: string) => Effect.Effect<WebhookEndpoint, Fails<ResourceNotFound>>
+    /** Answers the endpoint with its secret: the only time the secret leaves the service. */
+    readonly create: (
+      workspaceId: string,
+      input: NewWebhook
+    ) => Effect.Effect<WebhookEndpoint, Fails<ValidationFailed | PlanLimitExceeded>>
+    readonly update: (
+      workspaceId: string,
+      id: string,
+      changes: WebhookChanges
+    ) => Effect.Effect<WebhookEndpoint, Fails<ResourceNotFound | ValidationFailed>>
+    readonly remove: (workspaceId: string, id: string) => Effect.Effect<void, Fails<ResourceNotFound>>
+  }
+>() {}
+
+// ---------------------------------------------------------------- idempotency
+
+export interface IdempotentRequest {
+  readonly apiKeyId: string
+  /** The Idempotency-Key header, already checked (1 to 255 printable ASCII characters). */
+  readonly key: string
+  /** From `Idempotency.fingerprint(method, path, body)`. */
+  readonly fingerprint: string
+}
+
+export type IdempotentOutcome<A> =
+  | { readonly _tag: "Fresh"; readonly value: A }
+  | { readonly _tag: "Replayed"; readonly response: StoredResponse }
+
+export interface IdempotentResponses<A, E> {
+  /** The response a later replay returns for this success. */
+  readonly onSuccess: (value: A) => StoredResponse
+  /**
+   * The response to store for a failure of the operation once it started (404, 409, 429
+   * quota), or undefined to store nothing (validation failures, storage faults).
+   */
+  readonly onFailure: (error: E) => StoredResponse | undefined
+}
+
+export class Idempotency extends Context.Tag("@intake/Idempotency")<
+  Idempotency,
+  {
+    /** Method, path and a hash of the parsed JSON body in a canonical form (key order ignored). */
+    readonly fingerprint: (method: string, path: string, body: unknown) => string
+    /**
+     * Runs the operation under the key (decisions.md section 6): the stored response and
+     * the operation's writes commit together; a replay returns the stored response; a
+     * key in flight or reused with another fingerprint fails with idempotency_conflict.
+     */
+    readonly run: <A, E, R>(
+      request: IdempotentRequest,
+      operation: Effect.Effect<A, E, R>,
+      responses: IdempotentResponses<A, E>
+    ) => Effect.Effect<IdempotentOutcome<A>, E | IdempotencyConflict | StorageUnavailable, R>
+  }
+>() {}

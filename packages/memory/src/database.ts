@@ -1,0 +1,132 @@
+/**
+ * The in-memory database behind every memory adapter. One lock serializes transactions
+ * (the strongest isolation there is, which is what the quota, key-cap and idempotency
+ * rules need); writes inside a transaction record how to undo themselves, so a failure,
+ * a defect or an interruption leaves the tables as they were. A transaction nested in
+ * another behaves like a savepoint: its failure undoes only its own writes.
+ */
+import type {
+  ApiKey,
+  Contact,
+  Delivery,
+  DomainEvent,
+  IntakeBot,
+  Message,
+  StoredResponse,
+  Submission,
+  WebhookEndpoint,
+  Workspace
+} from "@intake/domain"
+import { Effect, Exit, FiberRef } from "effect"
+
+export interface IdempotencyRecord {
+  readonly fingerprint: string
+  readonly response: StoredResponse
+  readonly createdAt: number
+  readonly expiresAt: number
+}
+
+export interface Tables {
+  readonly workspaces: Map<string, Workspace>
+  readonly apiKeys: Map<string, ApiKey>
+  /** keyHash -> key id */
+  readonly apiKeysByHash: Map<string, string>
+  readonly bots: Map<string, IntakeBot>
+  readonly botSlugs: Set<string>
+  readonly submissions: Map<string, Submission>
+  /** submission id -> its messages, oldest first */
+  readonly messages: Map<string, ReadonlyArray<Message>>
+  /** `${workspaceId}|${period}` -> submissions counted */
+  readonly submissionUsage: Map<string, number>
+  readonly contacts: Map<string, Contact>
+  /** `${workspaceId}|${lowercased email}` -> contact id */
+  readonly contactsByEmail: Map<string, string>
+  readonly events: Map<string, DomainEvent>
+  readonly webhooks: Map<string, WebhookEndpoint>
+  readonly deliveries: Map<string, Delivery>
+  /** `${apiKeyId}|${key}` -> record */
+  readonly idempotency: Map<string, IdempotencyRecord>
+}
+
+const emptyTables = (): Tables => ({
+  workspaces: new Map(),
+  apiKeys: new Map(),
+  apiKeysByHash: new Map(),
+  bots: new Map(),
+  botSlugs: new Set(),
+  submissions: new Map(),
+  messages: new Map(),
+  submissionUsage: new Map(),
+  contacts: new Map(),
+  contactsByEmail: new Map(),
+  events: new Map(),
+  webhooks: new Map(),
+  deliveries: new Map(),
+  idempotency: new Map()
+})
+
+type UndoLog = Array<() => void>
+
+/** Writes through a Writer are undone when their transaction fails. */
+export interface Writer {
+  readonly set: <K, V>(map: Map<K, V>, key: K, value: V) => void
+  readonly remove: <K, V>(map: Map<K, V>, key: K) => void
+  readonly add: <V>(set: Set<V>, value: V) => void
+}
+
+const writerFor = (log: UndoLog): Writer => ({
+  set: (map, key, value) => {
+    const had = map.has(key)
+    const previous = map.get(key)
+    map.set(key, value)
+    log.push(() => (had ? map.set(key, previous!) : map.delete(key)))
+  },
+  remove: (map, key) => {
+    if (!map.has(key)) return
+    const previous = map.get(key)!
+    map.delete(key)
+    log.push(() => map.set(key, previous))
+  },
+  add: (set, value) => {
+    if (set.has(value)) return
+    set.add(value)
+    log.push(() => set.delete(value))
+  }
+})
+
+const undo = (log: UndoLog) => {
+  for (let i = log.length - 1; i >= 0; i--) log[i]!()
+}
+
+/** The undo log of the transaction the current fiber runs in, if any. */
+const currentTransaction = FiberRef.unsafeMake<UndoLog | null>(null)
+
+export class MemoryDatabase extends Effect.Service<MemoryDatabase>()("@intake/memory/MemoryDatabase", {
+  effect: Effect.gen(function* () {
+    const tables = emptyTables()
+    const lock = yield* Effect.makeSemaphore(1)
+
+    /** Runs `self` as one transaction (or a savepoint, inside another). */
+    const transaction = <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+      Effect.flatMap(FiberRef.get(currentTransaction), (outer) => {
+        const log: UndoLog = []
+        const run = Effect.onExit(Effect.locally(self, currentTransaction, log), (exit) =>
+          Effect.sync(() => {
+            if (Exit.isFailure(exit)) undo(log)
+            else if (outer !== null) outer.push(...log)
+          })
+        )
+        return outer === null ? lock.withPermits(1)(run) : run
+      })
+
+    /** One synchronous read or write, atomic on its own or part of the current transaction. */
+    const run = <A>(f: (tables: Tables, write: Writer) => A): Effect.Effect<A> =>
+      Effect.flatMap(FiberRef.get(currentTransaction), (log) =>
+        log === null
+          ? lock.withPermits(1)(Effect.sync(() => f(tables, writerFor([]))))
+          : Effect.sync(() => f(tables, writerFor(log)))
+      )
+
+    return { tables, transaction, run } as const
+  })
+}) {}
