@@ -19,7 +19,10 @@ export const MemoryContactRepository = Layer.effect(
         }),
       findById: (workspaceId, id) =>
         db.run((t) =>
-          Option.filter(Option.fromNullable(t.contacts.get(id)), (contact) => contact.workspaceId === workspaceId)
+          Option.filter(
+            Option.fromNullable(t.contacts.get(id)),
+            (contact) => contact.workspaceId === workspaceId
+          )
         )
     })
   )

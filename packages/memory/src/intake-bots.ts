@@ -18,7 +18,9 @@ export const MemoryIntakeBotRepository = Layer.effect(
         }),
       findById: (id) => db.run((t) => Option.fromNullable(t.bots.get(id))),
       findInWorkspace: (workspaceId, id) =>
-        db.run((t) => Option.filter(Option.fromNullable(t.bots.get(id)), (bot) => bot.workspaceId === workspaceId)),
+        db.run((t) =>
+          Option.filter(Option.fromNullable(t.bots.get(id)), (bot) => bot.workspaceId === workspaceId)
+        ),
       list: (workspaceId, page) =>
         db.run((t) => {
           const found = Paging.pageOf(

@@ -50,7 +50,13 @@ export const isHttpUrl = (value: string): boolean => {
 }
 
 const daysInMonth = (year: number, month: number): number =>
-  month === 2 ? (year % 4 === 0 && (year % 100 !== 0 || year % 400 === 0) ? 29 : 28) : [4, 6, 9, 11].includes(month) ? 30 : 31
+  month === 2
+    ? year % 4 === 0 && (year % 100 !== 0 || year % 400 === 0)
+      ? 29
+      : 28
+    : [4, 6, 9, 11].includes(month)
+      ? 30
+      : 31
 
 /** YYYY-MM-DD naming a day that exists (no 2026-02-30). */
 export const isCalendarDate = (value: string): boolean => {
@@ -145,7 +151,6 @@ export const validateData = (
     if (problem === null) normalized.push([field.name, value as FieldValue])
     else issues.push({ path: `data.${field.name}`, message: problem })
   }
-  if (issues.length > 0)
-    return Either.left(invalid(issues, unknownKeys.length > 0 ? { unknownKeys } : {}))
+  if (issues.length > 0) return Either.left(invalid(issues, unknownKeys.length > 0 ? { unknownKeys } : {}))
   return Either.right(Object.fromEntries(normalized))
 }

@@ -39,7 +39,10 @@ export const truncate = (text: string, max = MAX_SUMMARY_LENGTH): string => {
   return head.replace(/[\s;,:]+$/, "") + ELLIPSIS
 }
 
-export const summarize = (schema: ReadonlyArray<SchemaField>, data: Readonly<Record<string, unknown>>): string =>
+export const summarize = (
+  schema: ReadonlyArray<SchemaField>,
+  data: Readonly<Record<string, unknown>>
+): string =>
   truncate(
     schema
       .flatMap((field) => {

@@ -25,9 +25,13 @@ const propertyIssues = (input: IntakeBotChanges): Array<ValidationIssue> => {
       issues.push({ path: "name", message: `must be at most ${MAX_BOT_NAME_LENGTH} characters` })
   }
   if (input.description !== undefined) {
-    if (typeof input.description !== "string") issues.push({ path: "description", message: "must be a string" })
+    if (typeof input.description !== "string")
+      issues.push({ path: "description", message: "must be a string" })
     else if (input.description.length > MAX_BOT_DESCRIPTION_LENGTH)
-      issues.push({ path: "description", message: `must be at most ${MAX_BOT_DESCRIPTION_LENGTH} characters` })
+      issues.push({
+        path: "description",
+        message: `must be at most ${MAX_BOT_DESCRIPTION_LENGTH} characters`
+      })
   }
   if (input.status !== undefined && !botStatuses.includes(input.status))
     issues.push({ path: "status", message: `must be one of: ${botStatuses.join(", ")}` })
@@ -78,15 +82,19 @@ export const IntakeBotsLive = Layer.effect(
       },
 
       get: (workspaceId, id) =>
-        Effect.flatMap(bots.findInWorkspace(workspaceId, id), Option.match({
-          onNone: () => Effect.fail(notFound("intake_bot")),
-          onSome: Effect.succeed
-        })),
+        Effect.flatMap(
+          bots.findInWorkspace(workspaceId, id),
+          Option.match({
+            onNone: () => Effect.fail(notFound("intake_bot")),
+            onSome: Effect.succeed
+          })
+        ),
 
       create: (workspaceId, input) =>
         Effect.gen(function* () {
           const schema = (yield* validateChanges(input, true)) ?? []
-          if (Option.isNone(yield* workspaces.findById(workspaceId))) return yield* Effect.fail(notFound("workspace"))
+          if (Option.isNone(yield* workspaces.findById(workspaceId)))
+            return yield* Effect.fail(notFound("workspace"))
           const id = yield* ids.next("bot")
           const now = yield* Clock.currentTimeMillis
           // The slug check and the insert commit together, so two creates cannot take the same slug.
@@ -113,10 +121,13 @@ export const IntakeBotsLive = Layer.effect(
       update: (id, changes) =>
         Effect.gen(function* () {
           const schema = yield* validateChanges(changes, false)
-          const current = yield* Effect.flatMap(bots.findById(id), Option.match({
-            onNone: () => Effect.fail(notFound("intake_bot")),
-            onSome: Effect.succeed
-          }))
+          const current = yield* Effect.flatMap(
+            bots.findById(id),
+            Option.match({
+              onNone: () => Effect.fail(notFound("intake_bot")),
+              onSome: Effect.succeed
+            })
+          )
           const grows = schema !== undefined && schemaChanged(current.schema, schema)
           const now = yield* Clock.currentTimeMillis
           const updated: IntakeBot = {

@@ -20,7 +20,11 @@ export const pageRequest = (
         after
       }))
 
-export const listed = <A extends ListPosition>(crypto: CryptoService, list: string, page: Page<A>): Listed<A> => ({
+export const listed = <A extends ListPosition>(
+  crypto: CryptoService,
+  list: string,
+  page: Page<A>
+): Listed<A> => ({
   items: page.items,
   nextCursor: Cursor.nextCursor(list, page.items, page.hasMore, crypto.sha256Hex)
 })

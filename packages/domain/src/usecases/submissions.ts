@@ -61,7 +61,10 @@ const inputIssues = (input: NewSubmission): Array<ValidationIssue> => {
     else
       input.messages.forEach((message, index) => {
         if (!messageRoles.includes(message?.role))
-          issues.push({ path: `messages.${index}.role`, message: `must be one of: ${messageRoles.join(", ")}` })
+          issues.push({
+            path: `messages.${index}.role`,
+            message: `must be one of: ${messageRoles.join(", ")}`
+          })
         if (typeof message?.content !== "string")
           issues.push({ path: `messages.${index}.content`, message: "must be a string" })
         else if (message.content.length > MAX_MESSAGE_LENGTH)
@@ -103,10 +106,13 @@ export const SubmissionsLive = Layer.effect(
     const ids = yield* Ids
 
     const botInWorkspace = (workspaceId: string, id: string) =>
-      Effect.flatMap(bots.findInWorkspace(workspaceId, id), Option.match({
-        onNone: () => Effect.fail(notFound("intake_bot")),
-        onSome: Effect.succeed
-      }))
+      Effect.flatMap(
+        bots.findInWorkspace(workspaceId, id),
+        Option.match({
+          onNone: () => Effect.fail(notFound("intake_bot")),
+          onSome: Effect.succeed
+        })
+      )
 
     const createFor = (bot: IntakeBot, input: NewSubmission) =>
       Effect.gen(function* () {
@@ -117,18 +123,26 @@ export const SubmissionsLive = Layer.effect(
           const dataFailure = Either.isLeft(validated) ? validated.left : undefined
           const unknownKeys = dataFailure?.unknownKeys
           return yield* Effect.fail(
-            invalid([...(dataFailure?.issues ?? []), ...issues], unknownKeys === undefined ? {} : { unknownKeys })
+            invalid(
+              [...(dataFailure?.issues ?? []), ...issues],
+              unknownKeys === undefined ? {} : { unknownKeys }
+            )
           )
         }
         const data = validated.right
         if (bot.status !== "ACTIVE")
           return yield* Effect.fail(
-            new Conflict({ message: `The intake bot is ${bot.status.toLowerCase()} and takes no submissions.` })
+            new Conflict({
+              message: `The intake bot is ${bot.status.toLowerCase()} and takes no submissions.`
+            })
           )
-        const workspace = yield* Effect.flatMap(workspaces.findById(bot.workspaceId), Option.match({
-          onNone: () => Effect.fail(notFound("intake_bot")),
-          onSome: Effect.succeed
-        }))
+        const workspace = yield* Effect.flatMap(
+          workspaces.findById(bot.workspaceId),
+          Option.match({
+            onNone: () => Effect.fail(notFound("intake_bot")),
+            onSome: Effect.succeed
+          })
+        )
         const aiSummary = yield* summarizer.summarize({ bot, data, status })
         const id = yield* ids.next("sub")
         const messageIds = yield* Effect.forEach(input.messages ?? [], () => ids.next("msg"))
@@ -217,15 +231,20 @@ export const SubmissionsLive = Layer.effect(
 
       createForBot: (intakeBotId, input) =>
         Effect.gen(function* () {
-          const bot = yield* Effect.flatMap(bots.findById(intakeBotId), Option.match({
-            onNone: () => Effect.fail(notFound("intake_bot")),
-            onSome: Effect.succeed
-          }))
+          const bot = yield* Effect.flatMap(
+            bots.findById(intakeBotId),
+            Option.match({
+              onNone: () => Effect.fail(notFound("intake_bot")),
+              onSome: Effect.succeed
+            })
+          )
           return yield* createFor(bot, input)
         }),
 
       remove: (id) =>
-        Effect.flatMap(submissions.delete(id), (existed) => (existed ? Effect.void : Effect.fail(notFound("submission"))))
+        Effect.flatMap(submissions.delete(id), (existed) =>
+          existed ? Effect.void : Effect.fail(notFound("submission"))
+        )
     })
   })
 )
