@@ -75,9 +75,14 @@ export const usageCountersContract = (
         expect(granted.sort((a, b) => a - b)).toEqual([6, 7, 8, 9, 10, 11, 12, 13, 14, 15])
         const refusals = results.filter(Either.isLeft).map((result) => result.left)
         expect(refusals).toHaveLength(20)
-        expect(refusals.every((d) => d.current === 15 && d.max === 15 && d.resource === "submissions")).toBe(
-          true
-        )
+        for (const refusal of refusals) {
+          expect(refusal).toBeInstanceOf(PlanLimitExceeded)
+          expect((refusal as PlanLimitExceeded).details).toEqual({
+            resource: "submissions",
+            current: 15,
+            max: 15
+          })
+        }
         expect(yield* usage.submissionsUsed(workspaceId, "2026-11")).toBe(15)
       })
     )
