@@ -68,6 +68,10 @@ export const isCalendarDate = (value: string): boolean => {
   return year >= 1 && month >= 1 && month <= 12 && day >= 1 && day <= daysInMonth(year, month)
 }
 
+/** The value stored under `name`, ignoring what objects inherit (a field may be called "constructor"). */
+export const ownValue = (data: Readonly<Record<string, unknown>>, name: string): unknown =>
+  Object.hasOwn(data, name) ? data[name] : undefined
+
 /** True for what a required field may not be: absent, null, "" or []. */
 export const isEmptyValue = (value: unknown): boolean =>
   value === undefined || value === null || value === "" || (Array.isArray(value) && value.length === 0)

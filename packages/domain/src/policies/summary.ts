@@ -5,6 +5,7 @@
  * predict it.
  */
 import type { SchemaField } from "../models.js"
+import { ownValue } from "./field-values.js"
 
 export const MAX_SUMMARY_LENGTH = 280
 const ELLIPSIS = "…"
@@ -46,7 +47,7 @@ export const summarize = (
   truncate(
     schema
       .flatMap((field) => {
-        const value = render(data[field.name])
+        const value = render(ownValue(data, field.name))
         return value === null ? [] : [`${oneLine(field.label)}: ${value}`]
       })
       .join("; ")

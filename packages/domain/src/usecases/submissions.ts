@@ -17,7 +17,7 @@ import {
   type SubmissionDetail,
   type Workspace
 } from "../models.js"
-import { isEmptyValue, type SubmissionData, validateData } from "../policies/field-values.js"
+import { isEmptyValue, ownValue, type SubmissionData, validateData } from "../policies/field-values.js"
 import { periodOf } from "../policies/period.js"
 import {
   ContactRepository,
@@ -82,11 +82,13 @@ const contactDetails = (
   bot: IntakeBot,
   data: SubmissionData
 ): { readonly email: string; readonly name: string | null } | null => {
-  const emailField = bot.schema.find((field) => field.type === "email" && !isEmptyValue(data[field.name]))
+  const emailField = bot.schema.find(
+    (field) => field.type === "email" && !isEmptyValue(ownValue(data, field.name))
+  )
   if (emailField === undefined) return null
-  const name = bot.schema.some((field) => field.name === "name") ? data.name : undefined
+  const name = bot.schema.some((field) => field.name === "name") ? ownValue(data, "name") : undefined
   return {
-    email: data[emailField.name] as string,
+    email: ownValue(data, emailField.name) as string,
     name: typeof name === "string" && name.trim() !== "" ? name : null
   }
 }

@@ -381,6 +381,21 @@ describe("contacts and events", () => {
     }).pipe(Effect.provide(submissionsArea()))
   )
 
+  it.effect("fields named like object internals are read only from the data given", () =>
+    Effect.gen(function* () {
+      const workspace = yield* givenWorkspace()
+      const bot = yield* givenBot(workspace.id, {
+        schema: [
+          { name: "constructor", label: "Builder", type: "email" },
+          { name: "to_string", label: "Other", type: "text" }
+        ]
+      })
+      const created = yield* (yield* Submissions).create(workspace.id, bot.id, { data: { to_string: "x" } })
+      expect(created.aiSummary).toBe("Other: x")
+      expect((yield* writtenFor(workspace.id)).contacts).toEqual([])
+    }).pipe(Effect.provide(submissionsArea()))
+  )
+
   it.effect("a COMPLETED submission without an email emits submission.completed only", () =>
     Effect.gen(function* () {
       const workspace = yield* givenWorkspace()
