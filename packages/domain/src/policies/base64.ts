@@ -1,6 +1,6 @@
 /**
- * Standard base64 (with padding) over bytes, without Buffer: the domain runs on the
- * platform's `btoa` / `atob` only.
+ * Standard base64 (with padding) over bytes: the domain has no Node globals and uses the
+ * platform's `btoa` / `atob`.
  */
 
 export const encodeBase64 = (bytes: Uint8Array): string => {
