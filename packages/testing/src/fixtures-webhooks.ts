@@ -9,7 +9,6 @@ import {
   IntakeBotRepository,
   type Plan,
   type WebhookEndpoint,
-  WebhookRepository,
   WebhookSettings,
   WebhooksLive,
   type Workspace,
