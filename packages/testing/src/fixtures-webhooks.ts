@@ -5,6 +5,7 @@
  */
 import {
   IdempotencyLive,
+  IdempotencyStore,
   type IntakeBot,
   IntakeBotRepository,
   type Plan,
@@ -14,7 +15,14 @@ import {
   type Workspace,
   WorkspaceRepository
 } from "@intake/domain"
-import { MemoryDatabase, MemoryUnitOfWork, MemoryWebhookPortsLive, PlatformLive } from "@intake/memory"
+import {
+  MemoryDatabase,
+  MemoryIdempotencyStore,
+  MemoryUnitOfWork,
+  MemoryWebhookPortsLive,
+  MemoryWebhookRepository,
+  PlatformLive
+} from "@intake/memory"
 import { Effect, Layer, Option } from "effect"
 import { StaticAddressResolver } from "./static-address-resolver.js"
 
@@ -123,13 +131,37 @@ export interface WebhookRulesOptions {
   readonly allowPrivateNetworks?: boolean
   /** What the DNS double answers; a name not listed does not resolve. */
   readonly addresses?: Readonly<Record<string, ReadonlyArray<string>>>
+  /**
+   * Let other fibers run around every idempotency-store call, as a store across a network
+   * would: races that the memory scheduler would otherwise never show become visible.
+   */
+  readonly yieldingIdempotencyStore?: boolean
 }
+
+const yieldAround = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+  Effect.yieldNow().pipe(Effect.zipRight(effect), Effect.zipLeft(Effect.yieldNow()))
+
+/** The memory idempotency store with a yield around each call. */
+const YieldingIdempotencyStore = Layer.effect(
+  IdempotencyStore,
+  Effect.map(IdempotencyStore, (store) =>
+    IdempotencyStore.of({
+      claim: (...args) => yieldAround(store.claim(...args)),
+      complete: (...args) => yieldAround(store.complete(...args)),
+      purgeExpired: (now) => yieldAround(store.purgeExpired(now))
+    })
+  )
+).pipe(Layer.provide(MemoryIdempotencyStore))
 
 /** The Webhooks and Idempotency use cases over a fresh memory database. */
 export const webhookRulesLayer = (options: WebhookRulesOptions = {}) => {
-  const ports = Layer.mergeAll(MemoryUnitOfWork, MemoryWebhookPortsLive, WebhookRulesLookups).pipe(
-    Layer.provideMerge(MemoryDatabase.Default)
-  )
+  const ports = Layer.mergeAll(
+    MemoryUnitOfWork,
+    options.yieldingIdempotencyStore === true
+      ? Layer.merge(MemoryWebhookRepository, YieldingIdempotencyStore)
+      : MemoryWebhookPortsLive,
+    WebhookRulesLookups
+  ).pipe(Layer.provideMerge(MemoryDatabase.Default))
   const platform = Layer.mergeAll(
     PlatformLive,
     StaticAddressResolver(options.addresses ?? {}),
