@@ -14,14 +14,14 @@ import {
   unresolvableIssue
 } from "../policies/webhook-url.js"
 import { AddressResolver } from "../ports.js"
-import { WebhookSettings } from "./webhook-settings.js"
+import type { WebhookSettingsValues } from "./webhook-settings.js"
 
 /** The 422 issues of a syntactically valid receiver (none when it may be called). */
 export const receiverAddressIssues = (
-  target: ReceiverTarget
+  target: ReceiverTarget,
+  settings: WebhookSettingsValues
 ): Effect.Effect<ReadonlyArray<ValidationIssue>, StorageUnavailable, AddressResolver> =>
   Effect.gen(function* () {
-    const settings = yield* WebhookSettings
     // With private networks allowed every address passes: no lookup needed.
     if (settings.allowPrivateNetworks) return []
     if (target.isAddress)
@@ -37,12 +37,12 @@ export const receiverAddressIssues = (
 
 /** The whole receiver rule for one URL: 400 for its syntax, 422 for its address. */
 export const verifyReceiverUrl = (
-  url: string
+  url: string,
+  settings: WebhookSettingsValues
 ): Effect.Effect<void, ValidationFailed | StorageUnavailable, AddressResolver> =>
   Effect.gen(function* () {
-    const settings = yield* WebhookSettings
     const syntax = checkUrlSyntax(url, settings)
     if (syntax._tag === "Invalid") return yield* Effect.fail(invalid(syntax.issues))
-    const issues = yield* receiverAddressIssues(syntax.target)
+    const issues = yield* receiverAddressIssues(syntax.target, settings)
     if (issues.length > 0) return yield* Effect.fail(invalid(issues, { status: 422 }))
   })

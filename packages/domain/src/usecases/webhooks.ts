@@ -46,6 +46,8 @@ export const WebhooksLive = Layer.effect(
     const bots = yield* IntakeBotRepository
     const workspaces = yield* WorkspaceRepository
     const resolver = yield* AddressResolver
+    // Read once, where the server provides it: callers' fibers need not carry it.
+    const settings = yield* WebhookSettings
     const mac = crypto.sha256Hex
 
     /** 422 issues for the ids that are not bots of the workspace. */
@@ -86,7 +88,6 @@ export const WebhooksLive = Layer.effect(
 
       create: (workspaceId, input) =>
         Effect.gen(function* () {
-          const settings = yield* WebhookSettings
           const description = input.description ?? ""
           const intakeBotIds = input.intakeBotIds ?? []
           const url = checkUrlSyntax(input.url, settings)
@@ -101,7 +102,7 @@ export const WebhooksLive = Layer.effect(
 
           // Outside the unit of work: a DNS lookup must not hold a transaction open.
           const addressIssues = yield* Effect.provideService(
-            receiverAddressIssues(url.target),
+            receiverAddressIssues(url.target, settings),
             AddressResolver,
             resolver
           )

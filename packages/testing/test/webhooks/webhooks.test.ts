@@ -4,12 +4,13 @@ import {
   PlanLimitExceeded,
   ResourceNotFound,
   ValidationFailed,
+  verifyReceiverUrl,
   WebhookRepository,
   WebhookSecret,
   Webhooks
 } from "@intake/domain"
-import { givenBot, givenWorkspace, webhookRulesLayer } from "@intake/testing"
-import { Effect, TestClock } from "effect"
+import { givenBot, givenWorkspace, StaticAddressResolver, webhookRulesLayer } from "@intake/testing"
+import { Effect, Either, TestClock } from "effect"
 
 const receiver: NewWebhook = { url: "https://hooks.example.com/intake", events: ["submission.completed"] }
 const publicDns = { "hooks.example.com": ["93.184.216.34", "2606:2800:220:1:248:1893:25c8:1946"] }
@@ -369,5 +370,26 @@ describe("Webhooks.update and remove", () => {
       expect(yield* Effect.flip(webhooks.get(workspace.id, created.id))).toBeInstanceOf(ResourceNotFound)
       expect(yield* Effect.flip(webhooks.remove(workspace.id, created.id))).toBeInstanceOf(ResourceNotFound)
     }).pipe(Effect.provide(strictLayer))
+  )
+})
+
+describe("verifyReceiverUrl (the check repeated before each delivery)", () => {
+  const strict = { allowPrivateNetworks: false }
+  const check = (url: string, addresses: Readonly<Record<string, ReadonlyArray<string>>>) =>
+    verifyReceiverUrl(url, strict).pipe(Effect.provide(StaticAddressResolver(addresses)), Effect.either)
+
+  it.effect("passes a public receiver and refuses one re-pointed to a private address", () =>
+    Effect.gen(function* () {
+      expect(yield* check("https://hooks.example.com/", { "hooks.example.com": ["93.184.216.34"] })).toEqual(
+        Either.right(undefined)
+      )
+      const rebound = yield* check("https://hooks.example.com/", { "hooks.example.com": ["10.0.0.7"] })
+      expect(Either.isLeft(rebound) && validationOf(rebound.left)).toMatchObject({
+        status: 422,
+        paths: ["url"]
+      })
+      const plain = yield* check("http://hooks.example.com/", { "hooks.example.com": ["93.184.216.34"] })
+      expect(Either.isLeft(plain) && validationOf(plain.left)).toMatchObject({ status: 400, paths: ["url"] })
+    })
   )
 })
