@@ -35,19 +35,21 @@ import { Context, Effect, Layer, Ref } from "effect"
  * the ports exposed too. Build one per test when a test depends on the limiter's
  * fail-open state or on the clock starting at 0.
  */
-export const accessTestLayer = (
+export const accessTestLayer = <Extra = never>(
   options: {
     readonly settings?: Partial<AccessSettings>
-    /** Replaces the memory rate limiter, e.g. with ControlledRateLimiter. */
-    readonly rateLimiter?: Layer.Layer<RateLimiter>
+    /** Replaces the memory rate limiter, e.g. with ControlledRateLimiter (its extra services stay visible). */
+    readonly rateLimiter?: Layer.Layer<RateLimiter | Extra>
   } = {}
 ) => {
+  // Without an override, Extra is never and the memory limiter provides exactly RateLimiter.
+  const limiter = (options.rateLimiter ?? MemoryRateLimiter) as Layer.Layer<RateLimiter | Extra>
   const ports = Layer.mergeAll(
     MemoryWorkspaceRepository,
     MemoryApiKeyRepository,
     MemoryAccessInvalidation,
     MemoryUnitOfWork,
-    options.rateLimiter ?? MemoryRateLimiter
+    limiter
   ).pipe(Layer.provideMerge(MemoryDatabase.Default), Layer.merge(PlatformLive))
   return Layer.mergeAll(makeAccessLayer(options.settings), ProvisioningLive).pipe(Layer.provideMerge(ports))
 }
