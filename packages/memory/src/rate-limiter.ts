@@ -14,7 +14,8 @@ interface Bucket {
 
 const SWEEP_INTERVAL_MS = 60_000
 
-export const MemoryRateLimiter = Layer.sync(RateLimiter, () => {
+/** The limiter and how many buckets it holds (for tests of its memory bound). */
+export const makeMemoryRateLimiter = () => {
   const buckets = new Map<string, Bucket>()
   let lastSweep = 0
 
@@ -27,7 +28,7 @@ export const MemoryRateLimiter = Layer.sync(RateLimiter, () => {
     }
   }
 
-  return {
+  const limiter: RateLimiter["Type"] = {
     hit: (bucket, limit, windowMs) =>
       Effect.map(Clock.currentTimeMillis, (now) => {
         sweep(now)
@@ -37,4 +38,7 @@ export const MemoryRateLimiter = Layer.sync(RateLimiter, () => {
         return outcome.decision
       })
   }
-})
+  return { limiter, bucketCount: () => buckets.size }
+}
+
+export const MemoryRateLimiter = Layer.sync(RateLimiter, () => makeMemoryRateLimiter().limiter)
