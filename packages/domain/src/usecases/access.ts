@@ -174,6 +174,8 @@ export const makeAccessLayer = (overrides: Partial<AccessSettings> = {}) =>
 
       // Until this instant the limiter is considered down and is not asked.
       let openUntil = 0
+      // Whether the last answer was a failure: the log tells when this changes, not every request.
+      let limiterDown = false
 
       const openDecision = (limit: number, now: EpochMillis): RateLimitDecision => ({
         allowed: true,
@@ -193,11 +195,22 @@ export const makeAccessLayer = (overrides: Partial<AccessSettings> = {}) =>
               duration: Duration.millis(settings.limiterTimeoutMs),
               onTimeout: () => "limiter timed out" as const
             }),
+            Effect.tap(() => {
+              if (!limiterDown) return Effect.void
+              limiterDown = false
+              return Effect.logInfo("rate limiter answers again: limits enforced")
+            }),
             Effect.catchAllCause((cause) =>
               Effect.gen(function* () {
                 const failedAt = yield* Clock.currentTimeMillis
                 openUntil = failedAt + settings.limiterCooldownMs
-                yield* Effect.logWarning("rate limiter unavailable: failing open", cause)
+                if (!limiterDown) {
+                  limiterDown = true
+                  yield* Effect.logWarning(
+                    `rate limiter unavailable: failing open, asking again every ${settings.limiterCooldownMs} ms`,
+                    cause
+                  )
+                }
                 return openDecision(limit, failedAt)
               })
             )

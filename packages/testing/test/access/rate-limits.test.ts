@@ -1,6 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Access, type Principal, Provisioning } from "@intake/domain"
-import { Effect, Fiber, Option, TestClock } from "effect"
+import { Effect, Fiber, Logger, Option, TestClock } from "effect"
 import {
   accessTestLayer,
   authenticate,
@@ -173,4 +173,35 @@ describe("rate limits fail open", () => {
       )
     )
   )
+
+  it.effect("the log tells when the limiter goes down and when it answers again, once each", () => {
+    const logged: Array<string> = []
+    const capture = Logger.make(({ logLevel, message }) => {
+      const text = Array.isArray(message) ? message[0] : message
+      logged.push(`${logLevel.label} ${String(text)}`)
+    })
+    return Effect.gen(function* () {
+      const control = yield* LimiterControl
+      const access = yield* Access
+      yield* control.setMode("fail")
+      // Many requests over several cool-downs, some at the same instant.
+      for (let round = 0; round < 3; round++) {
+        yield* Effect.all(
+          Array.from({ length: 5 }, () => access.limitAnonymous("203.0.113.7")),
+          { concurrency: "unbounded" }
+        )
+        yield* TestClock.adjust(5_000)
+      }
+      expect(yield* control.calls).toBeGreaterThanOrEqual(3)
+      yield* control.setMode("answer")
+      yield* Effect.forEach(Array.from({ length: 3 }), () => access.limitAnonymous("203.0.113.7"))
+      expect(logged).toEqual([
+        "WARN rate limiter unavailable: failing open, asking again every 5000 ms",
+        "INFO rate limiter answers again: limits enforced"
+      ])
+    }).pipe(
+      Effect.provide(accessTestLayer({ rateLimiter: ControlledRateLimiter })),
+      Effect.provide(Logger.replace(Logger.defaultLogger, capture))
+    )
+  })
 })

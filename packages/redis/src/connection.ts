@@ -1,0 +1,127 @@
+/**
+ * The Redis connection the adapters share, owned by a scope: opened when the layer is
+ * built, closed when its scope closes.
+ *
+ * Tuned to fail fast rather than wait: with Redis down, a command is refused at once
+ * (no offline queue, no retry of a command whose connection dropped), so the domain's
+ * fail-open cool-down takes over after one cheap failure instead of after its 3 s bound.
+ * A connected Redis that stops answering is cut off by the command timeout. The
+ * connection keeps reconnecting in the background, so limits come back by themselves.
+ */
+import { Context, Effect, Layer, Runtime, type Scope } from "effect"
+import { Redis, type RedisOptions } from "ioredis"
+
+export interface RedisSettings {
+  /** redis://[user:password@]host:port[/db] (rediss:// for TLS). */
+  readonly url: string
+  /** Put before every key and channel name, so several deployments (or test runs) share one Redis. */
+  readonly keyPrefix: string
+  /** A command not answered by then fails (the domain treats the limiter as down). */
+  readonly commandTimeoutMs: number
+  /** A connection attempt not completed by then is dropped and retried. */
+  readonly connectTimeoutMs: number
+  /** The longest pause between reconnection attempts. */
+  readonly maxReconnectDelayMs: number
+}
+
+export const defaultRedisSettings: Omit<RedisSettings, "url"> = {
+  keyPrefix: "intake:",
+  commandTimeoutMs: 3_000,
+  connectTimeoutMs: 2_000,
+  maxReconnectDelayMs: 1_000
+}
+
+export class RedisConnection extends Context.Tag("@intake/redis/RedisConnection")<
+  RedisConnection,
+  {
+    readonly settings: RedisSettings
+    /** For commands; never in subscriber mode. */
+    readonly client: Redis
+    /** A further connection with the same options (pub/sub needs one of its own), closed with `scope`. */
+    readonly open: (name: string, overrides?: RedisOptions) => Effect.Effect<Redis, never, Scope.Scope>
+    /** Answers PONG within the command timeout: for readiness checks. */
+    readonly ping: Effect.Effect<boolean>
+  }
+>() {}
+
+const optionsOf = (settings: RedisSettings): RedisOptions => ({
+  // Connect in the background: a Redis that is down at start must not stop the server.
+  lazyConnect: false,
+  enableOfflineQueue: false,
+  maxRetriesPerRequest: 0,
+  autoResendUnfulfilledCommands: false,
+  commandTimeout: settings.commandTimeoutMs,
+  connectTimeout: settings.connectTimeoutMs,
+  retryStrategy: (attempt) => Math.min(attempt * 100, settings.maxReconnectDelayMs)
+})
+
+/**
+ * Opens a connection, logging its state changes once each (not every reconnection
+ * attempt), and quits it when the scope closes.
+ */
+const openConnection = (settings: RedisSettings, name: string, overrides: RedisOptions = {}) =>
+  Effect.gen(function* () {
+    const runtime = yield* Effect.runtime<never>()
+    const log = (effect: Effect.Effect<void>) =>
+      Runtime.runFork(runtime)(effect.pipe(Effect.annotateLogs({ redis: name })))
+    return yield* Effect.acquireRelease(
+      Effect.sync(() => {
+        const client = new Redis(settings.url, { ...optionsOf(settings), ...overrides })
+        let state: "starting" | "up" | "down" = "starting"
+        client.on("ready", () => {
+          if (state === "down") log(Effect.logInfo("Redis connection restored"))
+          state = "up"
+        })
+        // Without a listener ioredis prints every failed reconnection attempt.
+        client.on("error", (error: Error) => {
+          if (state === "down") return
+          state = "down"
+          log(Effect.logWarning(`Redis connection failed: ${error.message}; reconnecting in the background`))
+        })
+        return client
+      }),
+      (client) =>
+        Effect.promise(() => client.quit().catch(() => "closed")).pipe(
+          Effect.timeout(settings.commandTimeoutMs),
+          Effect.ignore,
+          Effect.ensuring(Effect.sync(() => client.disconnect()))
+        )
+    )
+  })
+
+/** The shared connection. `settings.url` is required; the rest default to defaultRedisSettings. */
+export const RedisConnectionLive = (settings: Partial<RedisSettings> & Pick<RedisSettings, "url">) =>
+  Layer.scoped(
+    RedisConnection,
+    Effect.gen(function* () {
+      const complete: RedisSettings = { ...defaultRedisSettings, ...settings }
+      const client = yield* openConnection(complete, "commands")
+      // Commands are not queued while connecting: wait for the connection once, boundedly.
+      const ready = yield* Effect.async<boolean>((resume) => {
+        if (client.status === "ready") return resume(Effect.succeed(true))
+        const onReady = () => resume(Effect.succeed(true))
+        client.once("ready", onReady)
+        return Effect.sync(() => client.off("ready", onReady))
+      }).pipe(
+        Effect.timeoutTo({
+          duration: complete.connectTimeoutMs,
+          onSuccess: () => true,
+          onTimeout: () => false
+        })
+      )
+      if (!ready)
+        yield* Effect.logWarning(
+          `Redis not ready after ${complete.connectTimeoutMs} ms: starting without it; rate limits fail open until it answers`
+        )
+      return {
+        settings: complete,
+        client,
+        open: (name, overrides) => openConnection(complete, name, overrides),
+        ping: Effect.tryPromise(() => client.ping()).pipe(
+          Effect.map((answer) => answer === "PONG"),
+          Effect.timeout(complete.commandTimeoutMs),
+          Effect.orElseSucceed(() => false)
+        )
+      }
+    })
+  )

@@ -1,0 +1,4 @@
+export * from "./access-invalidation.js"
+export * from "./connection.js"
+export * from "./live.js"
+export * from "./rate-limiter.js"

@@ -1,0 +1,88 @@
+/**
+ * The sliding-window log (decisions.md section 5) in Redis, shared by every instance.
+ *
+ * One Lua script does the whole check atomically in one round trip (EVALSHA; ioredis
+ * sends EVAL instead the first time on a connection and after NOSCRIPT). Per bucket, a
+ * sorted set holds the admitted requests scored by admission time. The time is Redis's
+ * own (`TIME`), so instances whose clocks disagree still share one window. The key is
+ * hash-tagged, `<prefix>rl:{<bucket>}`, so the script's only key names its slot on Redis
+ * Cluster. Memory per key is bounded: what left the window is removed on every check,
+ * and the key expires one window after its newest admission.
+ */
+import { randomBytes } from "node:crypto"
+import { RateLimiter, retryAfterSeconds, StorageUnavailable } from "@intake/domain"
+import { Effect, Layer } from "effect"
+import type { Redis } from "ioredis"
+import { RedisConnection } from "./connection.js"
+
+/**
+ * KEYS[1] the bucket's sorted set; ARGV[1] limit, ARGV[2] window in ms, ARGV[3] a member
+ * unique to this request (two requests in one millisecond must not collapse into one).
+ * Answers { allowed 0|1, remaining, resetAt ms, now ms }.
+ *
+ * A request admitted at t counts while t > now - window, as in the domain's slideWindow.
+ * Scores are whole milliseconds (13 digits), which Lua's number-to-string conversion
+ * (14 significant digits) passes to Redis exactly.
+ */
+export const slidingWindowScript = `
+local time = redis.call('TIME')
+local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+local limit = tonumber(ARGV[1])
+local window = tonumber(ARGV[2])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - window)
+local count = redis.call('ZCARD', KEYS[1])
+local allowed = 0
+if count < limit then
+  redis.call('ZADD', KEYS[1], now, ARGV[3])
+  redis.call('PEXPIRE', KEYS[1], window)
+  count = count + 1
+  allowed = 1
+end
+local resetAt = now
+local oldest = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+if oldest[2] then resetAt = tonumber(oldest[2]) + window end
+local remaining = limit - count
+if remaining < 0 then remaining = 0 end
+return { allowed, remaining, resetAt, now }
+`
+
+const COMMAND = "intakeSlidingWindow"
+
+type ScriptReply = [allowed: number, remaining: number, resetAt: number, now: number]
+
+interface SlidingWindowClient {
+  readonly [COMMAND]: (key: string, limit: number, windowMs: number, member: string) => Promise<ScriptReply>
+}
+
+/** `<prefix>rl:{<bucket>}`: the braces make the bucket the Redis Cluster hash tag. */
+export const bucketKey = (keyPrefix: string, bucket: string) => `${keyPrefix}rl:{${bucket}}`
+
+export const makeRedisRateLimiter = (client: Redis, keyPrefix: string): RateLimiter["Type"] => {
+  client.defineCommand(COMMAND, { numberOfKeys: 1, lua: slidingWindowScript })
+  const script = client as unknown as SlidingWindowClient
+  // Members are this instance's id and a counter: unique across instances and within a millisecond.
+  const instance = randomBytes(6).toString("base64url")
+  let sequence = 0
+
+  return {
+    hit: (bucket, limit, windowMs) =>
+      Effect.tryPromise({
+        try: () =>
+          script[COMMAND](bucketKey(keyPrefix, bucket), limit, windowMs, `${instance}:${sequence++}`),
+        catch: (cause) => new StorageUnavailable({ operation: "RateLimiter.hit", cause })
+      }).pipe(
+        Effect.map(([allowed, remaining, resetAt, now]) => ({
+          allowed: allowed === 1,
+          limit,
+          remaining,
+          resetAt,
+          retryAfterSeconds: allowed === 1 ? 0 : retryAfterSeconds(resetAt, now)
+        }))
+      )
+  }
+}
+
+export const RedisRateLimiterLive = Layer.effect(
+  RateLimiter,
+  Effect.map(RedisConnection, ({ client, settings }) => makeRedisRateLimiter(client, settings.keyPrefix))
+)

@@ -1,0 +1,4 @@
+import { defineProject } from "vitest/config"
+
+// The sliding-window cases wait out real (short) windows, and the failure cases real cool-downs.
+export default defineProject({ test: { name: "redis", include: ["test/**/*.test.ts"], testTimeout: 30_000 } })
