@@ -1,5 +1,11 @@
-import { apiKeyRepositoryContract, rateLimiterContract, workspaceRepositoryContract } from "@intake/testing"
+import {
+  accessInvalidationContract,
+  apiKeyRepositoryContract,
+  rateLimiterContract,
+  workspaceRepositoryContract
+} from "@intake/testing"
 import { Layer } from "effect"
+import { MemoryAccessInvalidation } from "../src/access-invalidation.js"
 import { MemoryApiKeyRepository } from "../src/api-key-repository.js"
 import { MemoryDatabase } from "../src/database.js"
 import { MemoryRateLimiter } from "../src/rate-limiter.js"
@@ -14,3 +20,6 @@ apiKeyRepositoryContract(
 
 // Reads the fiber's Clock, so the suite's default TestClock drives the window.
 rateLimiterContract("memory", MemoryRateLimiter)
+
+// One process: no other instance to reach, so only the local cases apply.
+accessInvalidationContract("memory", MemoryAccessInvalidation, { sharedTransport: false })

@@ -86,11 +86,13 @@ export const makeRedisAccessInvalidation = (options: RedisAccessInvalidationOpti
         publish: (event) =>
           Effect.zipRight(
             deliver(event),
-            Effect.tryPromise(() => client.publish(channel, encodeMessage({ origin, event }))).pipe(
-              Effect.catchAll((error) =>
+            Effect.tryPromise({
+              try: () => client.publish(channel, encodeMessage({ origin, event })),
+              catch: (error) => (error instanceof Error ? error.message : String(error))
+            }).pipe(
+              Effect.catchAll((reason) =>
                 Effect.logWarning(
-                  "could not publish an access invalidation: other instances notice at the key cache's TTL",
-                  error
+                  `could not publish an access invalidation (${reason}): other instances notice at the key cache's TTL`
                 )
               ),
               Effect.asVoid

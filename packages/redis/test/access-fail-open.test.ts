@@ -1,0 +1,127 @@
+/**
+ * The Access use case on the Redis limiter, with Redis going away and coming back: what
+ * a client of the API would notice (decisions, their header values, the time they take).
+ */
+import { performance } from "node:perf_hooks"
+import { expect, it } from "@effect/vitest"
+import { Access, type Principal, Provisioning } from "@intake/domain"
+import { accessTestLayer, authenticate, provisionApiKey } from "@intake/testing"
+import { Effect, Layer, Logger } from "effect"
+import { RedisRateLimiterLive } from "../src/rate-limiter.js"
+import { closedPort, median, startRedisProxy, testConnection, withRedis } from "./support.js"
+
+const limitTimed = (principal: Principal) =>
+  Effect.flatMap(Access, (access) =>
+    Effect.gen(function* () {
+      const started = performance.now()
+      const decision = yield* access.limitKey(principal)
+      return { decision, ms: performance.now() - started }
+    })
+  )
+
+/** A business key (500 a minute), and a key of a workspace limited to 3 a minute. */
+const principals = Effect.gen(function* () {
+  const busy = yield* Effect.flatMap(provisionApiKey({ plan: "business" }), (k) =>
+    authenticate(k.authorization)
+  )
+  const small = yield* provisionApiKey({ plan: "pro" })
+  yield* Effect.flatMap(Provisioning, (p) => p.updateWorkspace(small.workspace.id, { rateLimitPerMinute: 3 }))
+  return { busy, small: yield* authenticate(small.authorization) }
+})
+
+/** The Access log lines about the limiter, as "LEVEL message". */
+const captureLimiterLog = () => {
+  const lines: Array<string> = []
+  const logger = Logger.make(({ logLevel, message }) => {
+    const text = String(Array.isArray(message) ? message[0] : message)
+    if (text.startsWith("rate limiter")) lines.push(`${logLevel.label} ${text}`)
+  })
+  return { lines, layer: Logger.replace(Logger.defaultLogger, logger) }
+}
+
+withRedis("Access on the Redis limiter, failing open", () => {
+  it.live(
+    "Redis stopped mid-run: requests go through with their headers, at no added latency; limits come back with Redis",
+    () => {
+      const log = captureLimiterLog()
+      return Effect.gen(function* () {
+        const proxy = yield* Effect.acquireRelease(Effect.promise(startRedisProxy), (p) =>
+          Effect.promise(p.stop)
+        )
+        const limiter = RedisRateLimiterLive.pipe(Layer.provide(testConnection({ url: proxy.url })))
+        const layer = accessTestLayer({ rateLimiter: limiter, settings: { limiterCooldownMs: 200 } })
+
+        yield* Effect.gen(function* () {
+          const { busy, small } = yield* principals
+          yield* limitTimed(small)
+
+          // Baseline: Redis answering (one round trip per check).
+          const up = yield* Effect.forEach(Array.from({ length: 100 }), () => limitTimed(busy))
+          expect(up.map((c) => c.decision.remaining)).toEqual(Array.from({ length: 100 }, (_, i) => 499 - i))
+
+          yield* Effect.promise(proxy.stop)
+          const firstFailure = yield* limitTimed(busy)
+          // After the first failure: 300 checks over about 1.5 s, several cool-downs long.
+          const down = yield* Effect.forEach(Array.from({ length: 300 }), () =>
+            Effect.zipLeft(limitTimed(busy), Effect.sleep("5 millis"))
+          )
+          for (const { decision } of [firstFailure, ...down]) {
+            expect(decision).toMatchObject({
+              allowed: true,
+              limit: 500,
+              remaining: 499,
+              retryAfterSeconds: 0
+            })
+            expect(Math.abs(decision.resetAt - (Date.now() + 60_000))).toBeLessThan(5_000)
+          }
+          const baseline = median(up.map((c) => c.ms))
+          const failingOpen = median(down.map((c) => c.ms))
+          console.log(
+            `limitKey median: Redis up ${baseline.toFixed(3)} ms, Redis down ${failingOpen.toFixed(3)} ms ` +
+              `(first failure ${firstFailure.ms.toFixed(3)} ms, slowest while down ${Math.max(...down.map((c) => c.ms)).toFixed(3)} ms)`
+          )
+          expect(failingOpen - baseline).toBeLessThan(5)
+          expect(firstFailure.ms).toBeLessThan(100)
+
+          // Redis is back: the limits hold again by themselves, with the window kept across the outage.
+          yield* Effect.promise(proxy.start)
+          const counted = yield* limitTimed(small).pipe(
+            Effect.map((c) => c.decision),
+            Effect.zipLeft(Effect.sleep("50 millis")),
+            Effect.repeat({ until: (d) => d.remaining < 2 }),
+            Effect.timeout("5 seconds")
+          )
+          expect(counted).toMatchObject({ allowed: true, limit: 3, remaining: 1 })
+          expect((yield* limitTimed(small)).decision).toMatchObject({ allowed: true, remaining: 0 })
+          const refused = (yield* limitTimed(small)).decision
+          expect(refused).toMatchObject({ allowed: false, limit: 3, remaining: 0 })
+          expect(refused.retryAfterSeconds).toBeGreaterThanOrEqual(55)
+
+          expect(log.lines).toEqual([
+            "WARN rate limiter unavailable: failing open, asking again every 200 ms",
+            "INFO rate limiter answers again: limits enforced"
+          ])
+        }).pipe(Effect.provide(layer))
+      }).pipe(Effect.scoped, Effect.provide(log.layer))
+    }
+  )
+
+  it.live("pointed at a closed port: the server's requests are served with their headers, fast", () =>
+    Effect.gen(function* () {
+      const port = yield* Effect.promise(closedPort)
+      const limiter = RedisRateLimiterLive.pipe(
+        Layer.provide(testConnection({ url: `redis://127.0.0.1:${port}`, connectTimeoutMs: 200 }))
+      )
+      yield* Effect.gen(function* () {
+        const { busy } = yield* principals
+        const checks = yield* Effect.forEach(Array.from({ length: 200 }), () => limitTimed(busy))
+        expect(checks.every((c) => c.decision.allowed && c.decision.limit === 500)).toBe(true)
+        const slowest = Math.max(...checks.map((c) => c.ms))
+        console.log(
+          `limitKey with Redis on a closed port: median ${median(checks.map((c) => c.ms)).toFixed(3)} ms, slowest ${slowest.toFixed(3)} ms`
+        )
+        expect(median(checks.map((c) => c.ms))).toBeLessThan(5)
+      }).pipe(Effect.provide(accessTestLayer({ rateLimiter: limiter })))
+    })
+  )
+})

@@ -1,0 +1,170 @@
+import { performance } from "node:perf_hooks"
+import { expect, it } from "@effect/vitest"
+import { RateLimiter, StorageUnavailable } from "@intake/domain"
+import { Context, Effect, Either, Layer, Schedule, TestClock } from "effect"
+import { RedisConnection, type RedisSettings } from "../src/connection.js"
+import { bucketKey, RedisRateLimiterLive } from "../src/rate-limiter.js"
+import { closedPort, median, startRedisProxy, testConnection, uniquePrefix, withRedis } from "./support.js"
+
+/** One more instance: a limiter with a connection of its own, living until the test's scope closes. */
+const instance = (settings: Partial<RedisSettings> = {}) =>
+  Effect.map(
+    Layer.build(RedisRateLimiterLive.pipe(Layer.provideMerge(testConnection(settings)))),
+    (context) => ({
+      limiter: Context.get(context, RateLimiter),
+      client: Context.get(context, RedisConnection).client
+    })
+  )
+
+const timed = <A, E>(effect: Effect.Effect<A, E>) =>
+  Effect.gen(function* () {
+    const started = performance.now()
+    const result = yield* Effect.either(effect)
+    return { result, ms: performance.now() - started }
+  })
+
+withRedis("Redis rate limiter", () => {
+  it.scoped("instances whose clocks disagree share one window, on Redis's clock", () =>
+    Effect.gen(function* () {
+      const keyPrefix = uniquePrefix()
+      const a = yield* instance({ keyPrefix })
+      const b = yield* instance({ keyPrefix })
+      const bucket = "key:key_skewed"
+      // This test runs on the TestClock (1970); B's instance is an hour ahead of A's.
+      const fromA = yield* Effect.forEach([1, 2, 3], () => a.limiter.hit(bucket, 5, 60_000))
+      yield* TestClock.adjust("1 hour")
+      const fromB = yield* Effect.forEach([1, 2, 3], () => b.limiter.hit(bucket, 5, 60_000))
+      const all = [...fromA, ...fromB]
+      expect(all.map((d) => [d.allowed, d.remaining])).toEqual([
+        [true, 4],
+        [true, 3],
+        [true, 2],
+        [true, 1],
+        [true, 0],
+        [false, 0]
+      ])
+      // One reset for everybody: the first request's time on Redis's (real) clock plus the window.
+      expect(new Set(all.map((d) => d.resetAt)).size).toBe(1)
+      expect(Math.abs(all[0]!.resetAt - 60_000 - Date.now())).toBeLessThan(2_000)
+      expect(all[5]!.retryAfterSeconds).toBe(60)
+    })
+  )
+
+  it.scoped("exact at the Pro limit under concurrent requests from two instances", () =>
+    Effect.gen(function* () {
+      const keyPrefix = uniquePrefix()
+      const instances = [yield* instance({ keyPrefix }), yield* instance({ keyPrefix })]
+      const decisions = yield* Effect.all(
+        Array.from({ length: 150 }, (_, i) => instances[i % 2]!.limiter.hit("key:key_pro", 100, 60_000)),
+        { concurrency: "unbounded" }
+      )
+      const admitted = decisions.filter((d) => d.allowed)
+      const refused = decisions.filter((d) => !d.allowed)
+      expect(admitted).toHaveLength(100)
+      expect(admitted.map((d) => d.remaining).sort((x, y) => x - y)).toEqual(
+        Array.from({ length: 100 }, (_, i) => i)
+      )
+      expect(refused.every((d) => d.remaining === 0 && d.retryAfterSeconds >= 59)).toBe(true)
+      expect(new Set(refused.map((d) => d.resetAt)).size).toBe(1)
+    })
+  )
+
+  it.scopedLive("a bucket's key is hash-tagged and bounded: what left the window goes, then the key", () =>
+    Effect.gen(function* () {
+      const keyPrefix = uniquePrefix()
+      const { limiter, client } = yield* instance({ keyPrefix })
+      const key = bucketKey(keyPrefix, "ip:203.0.113.7")
+      expect(key).toBe(`${keyPrefix}rl:{ip:203.0.113.7}`)
+
+      // Refused requests add nothing: the set never holds more than the limit.
+      const hit = limiter.hit("ip:203.0.113.7", 3, 400)
+      yield* Effect.forEach(Array.from({ length: 50 }), () => hit)
+      expect(yield* Effect.promise(() => client.zcard(key))).toBe(3)
+      const ttl = yield* Effect.promise(() => client.pttl(key))
+      expect(ttl).toBeGreaterThan(0)
+      expect(ttl).toBeLessThanOrEqual(400)
+
+      // Once those left the window, the next check removes them and admits one more.
+      yield* Effect.sleep("450 millis")
+      yield* Effect.forEach([1, 2], () => hit)
+      expect(yield* Effect.promise(() => client.zcard(key))).toBe(2)
+      yield* Effect.sleep("250 millis")
+      yield* hit
+      expect(yield* Effect.promise(() => client.zcard(key))).toBe(3)
+      // The two older ones left the window; the key lives on for the newest one.
+      yield* Effect.sleep("200 millis")
+      expect((yield* hit).remaining).toBe(1)
+      expect(yield* Effect.promise(() => client.zcard(key))).toBe(2)
+
+      yield* Effect.sleep("450 millis")
+      expect(yield* Effect.promise(() => client.exists(key))).toBe(0)
+    })
+  )
+
+  it.scoped("the script is sent again when Redis has lost it (NOSCRIPT)", () =>
+    Effect.gen(function* () {
+      const { limiter, client } = yield* instance()
+      expect((yield* limiter.hit("key:key_script", 3, 60_000)).remaining).toBe(2)
+      yield* Effect.promise(() => client.script("FLUSH"))
+      expect((yield* limiter.hit("key:key_script", 3, 60_000)).remaining).toBe(1)
+    })
+  )
+
+  it.scopedLive("pointed at a closed port, it starts, and every check fails at once", () =>
+    Effect.gen(function* () {
+      const port = yield* Effect.promise(closedPort)
+      const started = performance.now()
+      const { limiter } = yield* instance({ url: `redis://127.0.0.1:${port}`, connectTimeoutMs: 300 })
+      expect(performance.now() - started).toBeLessThan(1_000)
+      const checks = yield* Effect.forEach(Array.from({ length: 50 }), () =>
+        timed(limiter.hit("key:key_closed", 100, 60_000))
+      )
+      for (const { result } of checks) {
+        expect(Either.isLeft(result) && result.left instanceof StorageUnavailable).toBe(true)
+      }
+      expect(median(checks.map((c) => c.ms))).toBeLessThan(5)
+    })
+  )
+
+  it.scopedLive(
+    "Redis stopped mid-run: checks fail at once; it counts again on its own once Redis is back",
+    () =>
+      Effect.gen(function* () {
+        const proxy = yield* Effect.acquireRelease(Effect.promise(startRedisProxy), (p) =>
+          Effect.promise(p.stop)
+        )
+        const { limiter } = yield* instance({ url: proxy.url })
+        const bucket = "key:key_restart"
+        expect((yield* limiter.hit(bucket, 5, 60_000)).remaining).toBe(4)
+
+        yield* Effect.promise(proxy.stop)
+        const checks = yield* Effect.forEach(Array.from({ length: 50 }), () =>
+          timed(limiter.hit(bucket, 5, 60_000))
+        )
+        expect(checks.every(({ result }) => Either.isLeft(result))).toBe(true)
+        expect(median(checks.map((c) => c.ms))).toBeLessThan(5)
+
+        yield* Effect.promise(proxy.start)
+        const back = yield* limiter
+          .hit(bucket, 5, 60_000)
+          .pipe(Effect.retry({ schedule: Schedule.spaced("50 millis"), times: 60 }))
+        // The window survived in Redis: the request before the outage still counts.
+        expect(back.remaining).toBe(3)
+      })
+  )
+
+  it.scopedLive("a Redis that stops answering fails the check after the command timeout", () =>
+    Effect.gen(function* () {
+      const proxy = yield* Effect.acquireRelease(Effect.promise(startRedisProxy), (p) =>
+        Effect.promise(p.stop)
+      )
+      const { limiter } = yield* instance({ url: proxy.url, commandTimeoutMs: 300 })
+      yield* limiter.hit("key:key_hang", 5, 60_000)
+      proxy.hang()
+      const { result, ms } = yield* timed(limiter.hit("key:key_hang", 5, 60_000))
+      expect(Either.isLeft(result)).toBe(true)
+      expect(ms).toBeGreaterThanOrEqual(290)
+      expect(ms).toBeLessThan(1_000)
+    })
+  )
+})
