@@ -2,9 +2,17 @@
  * The operator interface (decisions.md section 8): not part of the public API, enabled
  * only when the server has INTAKE_ADMIN_TOKEN, answering in the same envelope.
  */
-import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiMiddleware, HttpApiSecurity, OpenApi } from "@effect/platform"
+import {
+  HttpApi,
+  HttpApiEndpoint,
+  HttpApiGroup,
+  HttpApiMiddleware,
+  HttpApiSecurity,
+  OpenApi
+} from "@effect/platform"
 import { Schema } from "effect"
 import { IdPath } from "./params.js"
+import { Deleted } from "./v1.js"
 import {
   ApiKeyWire,
   BadRequest,
@@ -22,7 +30,6 @@ import {
   Unauthorized,
   WorkspaceWire
 } from "./wire.js"
-import { Deleted } from "./v1.js"
 
 export class AdminTokenAuth extends HttpApiMiddleware.Tag<AdminTokenAuth>()("AdminTokenAuth", {
   security: { bearer: HttpApiSecurity.bearer }
@@ -77,7 +84,9 @@ export const AdminSubmissionBody = Schema.Struct({
   status: Schema.optional(Schema.Literal("IN_PROGRESS", "COMPLETED")),
   is_test: Schema.optional(Schema.Boolean),
   messages: Schema.optional(
-    Schema.Array(Schema.Struct({ role: Schema.Literal("assistant", "user", "system"), content: Schema.String }))
+    Schema.Array(
+      Schema.Struct({ role: Schema.Literal("assistant", "user", "system"), content: Schema.String })
+    )
   )
 })
 

@@ -4,7 +4,14 @@
  * The three delivery endpoints are defined in a group of their own that the server does
  * not serve yet (`IntakeApiWithDeliveries` documents them).
  */
-import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiMiddleware, HttpApiSecurity, OpenApi } from "@effect/platform"
+import {
+  HttpApi,
+  HttpApiEndpoint,
+  HttpApiGroup,
+  HttpApiMiddleware,
+  HttpApiSecurity,
+  OpenApi
+} from "@effect/platform"
 import { Schema } from "effect"
 import {
   DeliveryPath,

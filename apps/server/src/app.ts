@@ -1,0 +1,109 @@
+/**
+ * The server's HttpApp: one pipeline for every request (decisions.md section 2) and one
+ * exit, so that every answer carries the envelope, X-Request-Id and, on /v1, the
+ * rate-limit headers, whatever happened inside.
+ */
+import { randomUUID } from "node:crypto"
+import { HttpServerRequest, HttpServerResponse, OpenApi } from "@effect/platform"
+import { IntakeApi } from "@intake/api"
+import {
+  Access,
+  AuthenticationRequired,
+  Crypto,
+  type Principal,
+  type RateLimitDecision
+} from "@intake/domain"
+import { Cause, Clock, Effect, Option, Redacted } from "effect"
+import { adminRoutes } from "./handlers-admin.js"
+import { v1Routes } from "./handlers-v1.js"
+import {
+  causeToResponse,
+  errorResponse,
+  json,
+  rateLimited,
+  routeNotFound,
+  withRateLimitHeaders
+} from "./responses.js"
+import { match, type Route } from "./routes.js"
+
+export interface AppOptions {
+  /** Enables /admin/* when set. */
+  readonly adminToken: Option.Option<Redacted.Redacted>
+}
+
+const ok = () => json({ success: true, data: { status: "ok" } }, 200)
+
+let openApiDocument: unknown
+const openApi = () => {
+  openApiDocument ??= OpenApi.fromApi(IntakeApi)
+  return json(openApiDocument, 200)
+}
+
+const dispatch = <R>(
+  routes: ReadonlyArray<Route<R>>,
+  url: URL,
+  method: string,
+  principal: Principal | null
+) => {
+  const found = match(routes, method, url.pathname)
+  return found === undefined
+    ? Effect.succeed(routeNotFound())
+    : found.route.run({ params: found.params, query: url.searchParams, pathname: url.pathname, principal })
+}
+
+const clientIp = (request: HttpServerRequest.HttpServerRequest) =>
+  Option.getOrElse(request.remoteAddress, () => "unknown")
+
+/** /v1: authenticate, rate limit (per key, or per IP when the key fails), then route. */
+const v1 = (request: HttpServerRequest.HttpServerRequest, url: URL) =>
+  Effect.gen(function* () {
+    const access = yield* Access
+    const authenticated = yield* Effect.either(access.authenticate(request.headers.authorization))
+    let decision: RateLimitDecision
+    let response: HttpServerResponse.HttpServerResponse
+    if (authenticated._tag === "Left") {
+      decision = yield* access.limitAnonymous(clientIp(request))
+      response = decision.allowed
+        ? yield* causeToResponse(Cause.fail(authenticated.left))
+        : rateLimited(decision)
+    } else {
+      decision = yield* access.limitKey(authenticated.right)
+      response = decision.allowed
+        ? yield* dispatch(v1Routes, url, request.method, authenticated.right).pipe(
+            Effect.catchAllCause(causeToResponse)
+          )
+        : rateLimited(decision)
+    }
+    return withRateLimitHeaders(response, decision, yield* Clock.currentTimeMillis)
+  })
+
+/** /admin: the operator token in constant time, then route; 404 when the interface is off. */
+const admin = (request: HttpServerRequest.HttpServerRequest, url: URL, token: Redacted.Redacted) =>
+  Effect.gen(function* () {
+    const crypto = yield* Crypto
+    const header = request.headers.authorization ?? ""
+    const given = header.startsWith("Bearer ") ? header.slice("Bearer ".length) : ""
+    if (!crypto.constantTimeEqual(given, Redacted.value(token))) {
+      return errorResponse(new AuthenticationRequired({ message: "A valid operator token is required." }))
+    }
+    return yield* dispatch(adminRoutes, url, request.method, null)
+  })
+
+export const makeApp = (options: AppOptions) =>
+  Effect.gen(function* () {
+    const request = yield* HttpServerRequest.HttpServerRequest
+    const url = new URL(request.url, "http://localhost")
+    const path = url.pathname
+    const response = yield* Effect.gen(function* () {
+      if (path === "/v1" || path.startsWith("/v1/")) return yield* v1(request, url)
+      if (path === "/admin" || path.startsWith("/admin/")) {
+        return Option.isSome(options.adminToken)
+          ? yield* admin(request, url, options.adminToken.value)
+          : routeNotFound()
+      }
+      if (request.method === "GET" && (path === "/healthz" || path === "/readyz")) return ok()
+      if (request.method === "GET" && path === "/openapi.json") return openApi()
+      return routeNotFound()
+    }).pipe(Effect.catchAllCause(causeToResponse))
+    return HttpServerResponse.setHeader(response, "x-request-id", `req_${randomUUID().replaceAll("-", "")}`)
+  })
