@@ -260,3 +260,14 @@ export class Summarizer extends Context.Tag("@intake/Summarizer")<
     readonly summarize: (input: SummaryInput) => Effect.Effect<string>
   }
 >() {}
+
+// ---------------------------------------------------------------- name resolution
+
+/** DNS, for the receiver-address rule of webhooks (checked at creation and every delivery). */
+export class AddressResolver extends Context.Tag("@intake/AddressResolver")<
+  AddressResolver,
+  {
+    /** Every A and AAAA address of `host`; empty when the name does not resolve. */
+    readonly resolve: (host: string) => Effect.Effect<ReadonlyArray<string>, StorageUnavailable>
+  }
+>() {}

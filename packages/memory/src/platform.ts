@@ -3,7 +3,8 @@
  * time-sortable identifiers (ULID layout: 10 characters of milliseconds, 16 random).
  */
 import { createHash, createHmac, randomBytes, timingSafeEqual } from "node:crypto"
-import { Crypto, Ids } from "@intake/domain"
+import { lookup } from "node:dns/promises"
+import { AddressResolver, Crypto, Ids, StorageUnavailable } from "@intake/domain"
 import { Clock, Effect, Layer } from "effect"
 
 export const NodeCryptoLive = Layer.succeed(Crypto, {
@@ -47,3 +48,30 @@ export const IdsLive = Layer.effect(
 )
 
 export const PlatformLive = IdsLive.pipe(Layer.provideMerge(NodeCryptoLive))
+
+// ---------------------------------------------------------------- name resolution
+
+/** getaddrinfo's answers for a name that has no address (as opposed to a failing resolver). */
+const NOT_FOUND_CODES = new Set(["ENOTFOUND", "ENODATA", "EAI_NONAME", "EAI_NODATA"])
+
+/** Every A and AAAA address of a name, through the system resolver (node:dns lookup). */
+export const NodeAddressResolver = Layer.succeed(AddressResolver, {
+  resolve: (host) =>
+    Effect.tryPromise({
+      try: () => lookup(host, { all: true, verbatim: true }),
+      catch: (cause) => cause
+    }).pipe(
+      Effect.map((answers) => answers.map((answer) => answer.address)),
+      Effect.catchAll((cause) =>
+        typeof cause === "object" &&
+        cause !== null &&
+        NOT_FOUND_CODES.has(String((cause as { code?: unknown }).code))
+          ? Effect.succeed<ReadonlyArray<string>>([])
+          : Effect.fail(new StorageUnavailable({ operation: "resolve host", cause }))
+      ),
+      Effect.timeoutFail({
+        duration: "5 seconds",
+        onTimeout: () => new StorageUnavailable({ operation: "resolve host (timed out)" })
+      })
+    )
+})

@@ -1,1 +1,11 @@
-export {}
+export * from "./contracts/contact-repository.js"
+export * from "./contracts/event-outbox.js"
+export * from "./contracts/idempotency-store.js"
+export * from "./contracts/intake-bot-repository.js"
+export * from "./contracts/paging.js"
+export * from "./contracts/submission-repository.js"
+export * from "./contracts/usage-counters.js"
+export * from "./contracts/webhook-repository.js"
+export * from "./fixtures-submissions.js"
+export * from "./fixtures-webhooks.js"
+export * from "./static-address-resolver.js"

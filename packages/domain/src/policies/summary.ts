@@ -1,0 +1,54 @@
+/**
+ * The built-in summary of a submission: the bot's field labels and values in schema
+ * order ("Name: Ada Lovelace; Email: ada@example.com"), empty values skipped, plain
+ * text on one line, at most 280 characters. Deterministic, so a replay or a test can
+ * predict it.
+ */
+import type { SchemaField } from "../models.js"
+import { ownValue } from "./field-values.js"
+
+export const MAX_SUMMARY_LENGTH = 280
+const ELLIPSIS = "…"
+
+const oneLine = (text: string): string => text.replace(/\s+/g, " ").trim()
+
+const render = (value: unknown): string | null => {
+  if (value === undefined || value === null) return null
+  if (typeof value === "boolean") return value ? "Yes" : "No"
+  if (typeof value === "number") return Number.isFinite(value) ? String(value) : null
+  if (typeof value === "string") return oneLine(value) || null
+  if (Array.isArray(value)) {
+    const items = value.map(render).filter((item): item is string => item !== null)
+    return items.length > 0 ? items.join(", ") : null
+  }
+  return null
+}
+
+/**
+ * Cuts `text` to at most `max` UTF-16 units (so also at most `max` characters) ending
+ * in an ellipsis: at the last space when there is one in the second half, never inside
+ * a surrogate pair, without a dangling separator.
+ */
+export const truncate = (text: string, max = MAX_SUMMARY_LENGTH): string => {
+  if (text.length <= max) return text
+  let cut = max - ELLIPSIS.length
+  const code = text.charCodeAt(cut - 1)
+  if (code >= 0xd800 && code <= 0xdbff) cut -= 1
+  let head = text.slice(0, cut)
+  const space = head.lastIndexOf(" ")
+  if (space >= max / 2) head = head.slice(0, space)
+  return head.replace(/[\s;,:]+$/, "") + ELLIPSIS
+}
+
+export const summarize = (
+  schema: ReadonlyArray<SchemaField>,
+  data: Readonly<Record<string, unknown>>
+): string =>
+  truncate(
+    schema
+      .flatMap((field) => {
+        const value = render(ownValue(data, field.name))
+        return value === null ? [] : [`${oneLine(field.label)}: ${value}`]
+      })
+      .join("; ")
+  )

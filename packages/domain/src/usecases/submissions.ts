@@ -1,0 +1,252 @@
+/**
+ * The Submissions use cases (decisions.md section 3). Creating one validates first, asks
+ * the summarizer outside the transaction (it may be slow), then in one unit of work
+ * reserves the monthly quota, stores the submission with its messages, finds or creates
+ * the contact and appends the events: all of it commits, or none of it.
+ */
+import { Clock, Effect, Either, Layer, Option } from "effect"
+import { Conflict, invalid, notFound, type ValidationIssue } from "../errors.js"
+import {
+  type Contact,
+  type DomainEvent,
+  type IntakeBot,
+  type Message,
+  MessageRole,
+  type Plan,
+  type Submission,
+  type SubmissionDetail,
+  type Workspace
+} from "../models.js"
+import { isEmptyValue, ownValue, type SubmissionData, validateData } from "../policies/field-values.js"
+import { periodOf } from "../policies/period.js"
+import {
+  ContactRepository,
+  Crypto,
+  EventOutbox,
+  Ids,
+  IntakeBotRepository,
+  SubmissionRepository,
+  Summarizer,
+  UnitOfWork,
+  UsageCounters,
+  WorkspaceRepository
+} from "../ports.js"
+import { listed, pageRequest } from "./lists.js"
+import { type NewSubmission, Submissions } from "./services.js"
+
+export const MAX_MESSAGES = 1_000
+export const MAX_MESSAGE_LENGTH = 100_000
+
+// TODO(plans): replace with the plans policy (policies/plans.ts) once merged.
+const planSubmissionQuota: Record<Plan, number> = { free: 0, pro: 1_000, business: 10_000 }
+
+/** The workspace's monthly submission quota: the operator's override, else its plan's. */
+export const monthlySubmissionQuota = (workspace: Workspace): number =>
+  workspace.monthlySubmissionQuota ?? planSubmissionQuota[workspace.plan]
+
+const creatableStatuses: ReadonlyArray<string> = ["IN_PROGRESS", "COMPLETED"]
+const messageRoles: ReadonlyArray<string> = MessageRole.literals
+
+/** Checks the input around `data`: status, is_test and the messages. */
+const inputIssues = (input: NewSubmission): Array<ValidationIssue> => {
+  const issues: Array<ValidationIssue> = []
+  if (input.status !== undefined && !creatableStatuses.includes(input.status))
+    issues.push({ path: "status", message: "must be IN_PROGRESS or COMPLETED" })
+  if (input.isTest !== undefined && typeof input.isTest !== "boolean")
+    issues.push({ path: "is_test", message: "must be true or false" })
+  if (input.messages !== undefined) {
+    if (!Array.isArray(input.messages)) issues.push({ path: "messages", message: "must be an array" })
+    else if (input.messages.length > MAX_MESSAGES)
+      issues.push({ path: "messages", message: `must hold at most ${MAX_MESSAGES} messages` })
+    else
+      input.messages.forEach((message, index) => {
+        if (!messageRoles.includes(message?.role))
+          issues.push({
+            path: `messages.${index}.role`,
+            message: `must be one of: ${messageRoles.join(", ")}`
+          })
+        if (typeof message?.content !== "string")
+          issues.push({ path: `messages.${index}.content`, message: "must be a string" })
+        else if (message.content.length > MAX_MESSAGE_LENGTH)
+          issues.push({
+            path: `messages.${index}.content`,
+            message: `must be at most ${MAX_MESSAGE_LENGTH} characters`
+          })
+      })
+  }
+  return issues
+}
+
+/** The contact a COMPLETED submission names: its first email-type field with a value. */
+const contactDetails = (
+  bot: IntakeBot,
+  data: SubmissionData
+): { readonly email: string; readonly name: string | null } | null => {
+  const emailField = bot.schema.find(
+    (field) => field.type === "email" && !isEmptyValue(ownValue(data, field.name))
+  )
+  if (emailField === undefined) return null
+  const name = bot.schema.some((field) => field.name === "name") ? ownValue(data, "name") : undefined
+  return {
+    email: ownValue(data, emailField.name) as string,
+    name: typeof name === "string" && name.trim() !== "" ? name : null
+  }
+}
+
+export const SubmissionsLive = Layer.effect(
+  Submissions,
+  Effect.gen(function* () {
+    const bots = yield* IntakeBotRepository
+    const submissions = yield* SubmissionRepository
+    const workspaces = yield* WorkspaceRepository
+    const usage = yield* UsageCounters
+    const contacts = yield* ContactRepository
+    const outbox = yield* EventOutbox
+    const summarizer = yield* Summarizer
+    const unitOfWork = yield* UnitOfWork
+    const crypto = yield* Crypto
+    const ids = yield* Ids
+
+    const botInWorkspace = (workspaceId: string, id: string) =>
+      Effect.flatMap(
+        bots.findInWorkspace(workspaceId, id),
+        Option.match({
+          onNone: () => Effect.fail(notFound("intake_bot")),
+          onSome: Effect.succeed
+        })
+      )
+
+    const createFor = (bot: IntakeBot, input: NewSubmission) =>
+      Effect.gen(function* () {
+        const status = input.status ?? "COMPLETED"
+        const issues = inputIssues(input)
+        const validated = validateData(bot.schema, input.data, status)
+        if (Either.isLeft(validated) || issues.length > 0) {
+          const dataFailure = Either.isLeft(validated) ? validated.left : undefined
+          const unknownKeys = dataFailure?.unknownKeys
+          return yield* Effect.fail(
+            invalid(
+              [...(dataFailure?.issues ?? []), ...issues],
+              unknownKeys === undefined ? {} : { unknownKeys }
+            )
+          )
+        }
+        const data = validated.right
+        if (bot.status !== "ACTIVE")
+          return yield* Effect.fail(
+            new Conflict({
+              message: `The intake bot is ${bot.status.toLowerCase()} and takes no submissions.`
+            })
+          )
+        const workspace = yield* Effect.flatMap(
+          workspaces.findById(bot.workspaceId),
+          Option.match({
+            onNone: () => Effect.fail(notFound("intake_bot")),
+            onSome: Effect.succeed
+          })
+        )
+        const aiSummary = yield* summarizer.summarize({ bot, data, status })
+        const id = yield* ids.next("sub")
+        const messageIds = yield* Effect.forEach(input.messages ?? [], () => ids.next("msg"))
+        const now = yield* Clock.currentTimeMillis
+        const submission: Submission = {
+          id,
+          workspaceId: bot.workspaceId,
+          intakeBotId: bot.id,
+          data,
+          status,
+          aiSummary,
+          isTest: input.isTest ?? false,
+          fileCount: 0,
+          schemaVersion: bot.schemaVersion,
+          createdAt: now,
+          updatedAt: now
+        }
+        const messages: ReadonlyArray<Message> = (input.messages ?? []).map((message, index) => ({
+          id: messageIds[index]!,
+          submissionId: id,
+          role: message.role,
+          content: message.content,
+          createdAt: now
+        }))
+        const contactCandidate = status === "COMPLETED" ? contactDetails(bot, data) : null
+        const contactId = contactCandidate === null ? null : yield* ids.next("con")
+        const eventIds = [yield* ids.next("evt"), yield* ids.next("evt")] as const
+
+        yield* unitOfWork.transaction(
+          Effect.gen(function* () {
+            yield* usage.reserveSubmission(workspace.id, periodOf(now), monthlySubmissionQuota(workspace))
+            yield* submissions.insert(submission, messages)
+            if (status !== "COMPLETED") return
+            let contact: { readonly contact: Contact; readonly created: boolean } | null = null
+            if (contactCandidate !== null && contactId !== null)
+              contact = yield* contacts.findOrCreate({
+                id: contactId,
+                workspaceId: workspace.id,
+                email: contactCandidate.email,
+                name: contactCandidate.name,
+                createdAt: now
+              })
+            const event = (id: string, type: DomainEvent["type"]): DomainEvent => ({
+              id,
+              workspaceId: workspace.id,
+              type,
+              intakeBotId: bot.id,
+              submissionId: submission.id,
+              contactId: contact?.contact.id ?? null,
+              createdAt: now
+            })
+            yield* outbox.append([
+              event(eventIds[0], "submission.completed"),
+              ...(contact?.created === true ? [event(eventIds[1], "contact.created")] : [])
+            ])
+          })
+        )
+        return { ...submission, messages } satisfies SubmissionDetail
+      })
+
+    return Submissions.of({
+      list: (workspaceId, intakeBotId, query) =>
+        Effect.gen(function* () {
+          const bot = yield* botInWorkspace(workspaceId, intakeBotId)
+          const list = `submissions:${bot.id}`
+          const page = yield* pageRequest(crypto, list, query)
+          const found = yield* submissions.list(workspaceId, bot.id, page, {
+            createdAfter: query.createdAfter,
+            createdBefore: query.createdBefore
+          })
+          return { submissions: listed(crypto, list, found), schema: bot.schema }
+        }),
+
+      get: (workspaceId, intakeBotId, id) =>
+        Effect.gen(function* () {
+          const bot = yield* botInWorkspace(workspaceId, intakeBotId)
+          const found = yield* submissions.findInBot(workspaceId, bot.id, id)
+          return yield* Option.match(found, {
+            onNone: () => Effect.fail(notFound("submission")),
+            onSome: Effect.succeed
+          })
+        }),
+
+      create: (workspaceId, intakeBotId, input) =>
+        Effect.flatMap(botInWorkspace(workspaceId, intakeBotId), (bot) => createFor(bot, input)),
+
+      createForBot: (intakeBotId, input) =>
+        Effect.gen(function* () {
+          const bot = yield* Effect.flatMap(
+            bots.findById(intakeBotId),
+            Option.match({
+              onNone: () => Effect.fail(notFound("intake_bot")),
+              onSome: Effect.succeed
+            })
+          )
+          return yield* createFor(bot, input)
+        }),
+
+      remove: (id) =>
+        Effect.flatMap(submissions.delete(id), (existed) =>
+          existed ? Effect.void : Effect.fail(notFound("submission"))
+        )
+    })
+  })
+)

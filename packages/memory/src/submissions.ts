@@ -1,0 +1,50 @@
+import { Paging, SubmissionRepository } from "@intake/domain"
+import { Effect, Layer, Option } from "effect"
+import { MemoryDatabase } from "./database.js"
+
+export const MemorySubmissionRepository = Layer.effect(
+  SubmissionRepository,
+  Effect.map(MemoryDatabase, (db) =>
+    SubmissionRepository.of({
+      insert: (submission, messages) =>
+        db.run((t, w) => {
+          w.set(t.submissions, submission.id, submission)
+          w.set(t.messages, submission.id, [...messages])
+        }),
+      findById: (id) => db.run((t) => Option.fromNullable(t.submissions.get(id))),
+      findInBot: (workspaceId, intakeBotId, id) =>
+        db.run((t) => {
+          const submission = t.submissions.get(id)
+          return submission === undefined ||
+            submission.workspaceId !== workspaceId ||
+            submission.intakeBotId !== intakeBotId
+            ? Option.none()
+            : Option.some({ ...submission, messages: t.messages.get(id) ?? [] })
+        }),
+      list: (workspaceId, intakeBotId, page, range) =>
+        db.run((t) => {
+          const found = Paging.pageOf(
+            [...t.submissions.values()].filter(
+              (submission) => submission.workspaceId === workspaceId && submission.intakeBotId === intakeBotId
+            ),
+            page,
+            range
+          )
+          return {
+            items: found.items.map((submission) => ({
+              ...submission,
+              messageCount: t.messages.get(submission.id)?.length ?? 0
+            })),
+            hasMore: found.hasMore
+          }
+        }),
+      delete: (id) =>
+        db.run((t, w) => {
+          if (!t.submissions.has(id)) return false
+          w.remove(t.submissions, id)
+          w.remove(t.messages, id)
+          return true
+        })
+    })
+  )
+)

@@ -1,0 +1,102 @@
+/** Memory adapters of the webhook endpoint repository and the idempotency store. */
+import {
+  Cursor,
+  type IdempotencyClaim,
+  IdempotencyConflict,
+  type IdempotencyScope,
+  IdempotencyStore,
+  PlanLimitExceeded,
+  WebhookRepository
+} from "@intake/domain"
+import { Effect, Layer, Option } from "effect"
+import { MemoryDatabase } from "./database.js"
+
+export const MemoryWebhookRepository = Layer.effect(
+  WebhookRepository,
+  Effect.gen(function* () {
+    const db = yield* MemoryDatabase
+    return WebhookRepository.of({
+      insertWithinCap: (endpoint, max) =>
+        Effect.flatten(
+          db.run((t, write) => {
+            let current = 0
+            for (const other of t.webhooks.values()) if (other.workspaceId === endpoint.workspaceId) current++
+            if (current >= max)
+              return Effect.fail(
+                new PlanLimitExceeded({
+                  message: `The plan allows ${max} webhook endpoints.`,
+                  resource: "webhook_endpoints",
+                  current,
+                  max
+                })
+              )
+            write.set(t.webhooks, endpoint.id, endpoint)
+            return Effect.void
+          })
+        ),
+      update: (endpoint) => db.run((t, write) => write.set(t.webhooks, endpoint.id, endpoint)),
+      findInWorkspace: (workspaceId, id) =>
+        db.run((t) =>
+          Option.fromNullable(t.webhooks.get(id)).pipe(Option.filter((w) => w.workspaceId === workspaceId))
+        ),
+      list: (workspaceId, page) =>
+        db.run((t) => {
+          const items = [...t.webhooks.values()]
+            .filter((w) => w.workspaceId === workspaceId && Cursor.isAfter(w, page.after))
+            .sort(Cursor.newestFirst)
+          return { items: items.slice(0, page.limit), hasMore: items.length > page.limit }
+        }),
+      delete: (workspaceId, id) =>
+        db.run((t, write) => {
+          if (t.webhooks.get(id)?.workspaceId !== workspaceId) return false
+          write.remove(t.webhooks, id)
+          return true
+        })
+    })
+  })
+)
+
+const recordKey = (scope: IdempotencyScope) => `${scope.apiKeyId}|${scope.key}`
+
+/**
+ * Claims need no in-flight marker here: the database lock serializes units of work, so
+ * a concurrent duplicate waits for the first one and then sees its stored response.
+ */
+export const MemoryIdempotencyStore = Layer.effect(
+  IdempotencyStore,
+  Effect.gen(function* () {
+    const db = yield* MemoryDatabase
+    return IdempotencyStore.of({
+      claim: (scope, fingerprint, now) =>
+        Effect.flatten(
+          db.run((t): Effect.Effect<IdempotencyClaim, IdempotencyConflict> => {
+            const record = t.idempotency.get(recordKey(scope))
+            if (record === undefined || record.expiresAt <= now)
+              return Effect.succeed({ _tag: "Fresh" } as const)
+            if (record.fingerprint !== fingerprint)
+              return Effect.fail(
+                new IdempotencyConflict({
+                  message: "This Idempotency-Key was used with another request."
+                })
+              )
+            return Effect.succeed({ _tag: "Replay", response: record.response } as const)
+          })
+        ),
+      complete: (scope, fingerprint, response, createdAt, expiresAt) =>
+        db.run((t, write) =>
+          write.set(t.idempotency, recordKey(scope), { fingerprint, response, createdAt, expiresAt })
+        ),
+      purgeExpired: (now) =>
+        db.run((t, write) => {
+          const expired = [...t.idempotency]
+            .filter(([, record]) => record.expiresAt <= now)
+            .map(([key]) => key)
+          for (const key of expired) write.remove(t.idempotency, key)
+          return expired.length
+        })
+    })
+  })
+)
+
+/** The webhook and idempotency ports over one MemoryDatabase (provide it once, shared). */
+export const MemoryWebhookPortsLive = Layer.mergeAll(MemoryWebhookRepository, MemoryIdempotencyStore)

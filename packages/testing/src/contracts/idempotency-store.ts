@@ -1,0 +1,125 @@
+/** The contract every IdempotencyStore adapter keeps. */
+import { expect, layer } from "@effect/vitest"
+import { IdempotencyConflict, type IdempotencyScope, IdempotencyStore, UnitOfWork } from "@intake/domain"
+import { Effect, type Layer } from "effect"
+import { uniqueId } from "../fixtures-webhooks.js"
+
+const DAY = 24 * 60 * 60 * 1000
+const T0 = 1_790_000_000_000
+
+const aScope = (): IdempotencyScope => ({ apiKeyId: uniqueId("key"), key: `req-${uniqueId("k")}` })
+const created = { status: 201, body: { submission: { id: "sub_1" } } }
+
+export const idempotencyStoreContract = (
+  name: string,
+  theLayer: Layer.Layer<IdempotencyStore | UnitOfWork>
+): void => {
+  layer(theLayer)(`IdempotencyStore contract: ${name}`, (it) => {
+    it.effect("a key never seen is fresh", () =>
+      Effect.gen(function* () {
+        const store = yield* IdempotencyStore
+        const uow = yield* UnitOfWork
+        expect(yield* uow.transaction(store.claim(aScope(), "fp", T0))).toEqual({ _tag: "Fresh" })
+      })
+    )
+
+    it.effect("a completed key replays its response for the same fingerprint", () =>
+      Effect.gen(function* () {
+        const store = yield* IdempotencyStore
+        const uow = yield* UnitOfWork
+        const scope = aScope()
+        yield* uow.transaction(
+          Effect.zipRight(store.claim(scope, "fp", T0), store.complete(scope, "fp", created, T0, T0 + DAY))
+        )
+        expect(yield* uow.transaction(store.claim(scope, "fp", T0 + 1000))).toEqual({
+          _tag: "Replay",
+          response: created
+        })
+      })
+    )
+
+    it.effect("a completed key with another fingerprint is a conflict", () =>
+      Effect.gen(function* () {
+        const store = yield* IdempotencyStore
+        const uow = yield* UnitOfWork
+        const scope = aScope()
+        yield* uow.transaction(store.complete(scope, "fp", created, T0, T0 + DAY))
+        const refused = yield* Effect.flip(uow.transaction(store.claim(scope, "other", T0 + 1000)))
+        expect(refused).toBeInstanceOf(IdempotencyConflict)
+      })
+    )
+
+    it.effect("keys are scoped to the API key", () =>
+      Effect.gen(function* () {
+        const store = yield* IdempotencyStore
+        const uow = yield* UnitOfWork
+        const scope = aScope()
+        yield* uow.transaction(store.complete(scope, "fp", created, T0, T0 + DAY))
+        const otherApiKey = { ...scope, apiKeyId: uniqueId("key") }
+        expect(yield* uow.transaction(store.claim(otherApiKey, "other", T0))).toEqual({ _tag: "Fresh" })
+      })
+    )
+
+    it.effect("a record stops replaying at its expiry and the key is fresh again", () =>
+      Effect.gen(function* () {
+        const store = yield* IdempotencyStore
+        const uow = yield* UnitOfWork
+        const scope = aScope()
+        yield* uow.transaction(store.complete(scope, "fp", created, T0, T0 + DAY))
+        expect((yield* uow.transaction(store.claim(scope, "fp", T0 + DAY - 1)))._tag).toBe("Replay")
+        expect(yield* uow.transaction(store.claim(scope, "other", T0 + DAY))).toEqual({ _tag: "Fresh" })
+        // Completing the fresh claim replaces the expired record.
+        const again = { status: 201, body: { submission: { id: "sub_2" } } }
+        yield* uow.transaction(store.complete(scope, "other", again, T0 + DAY, T0 + 2 * DAY))
+        expect(yield* uow.transaction(store.claim(scope, "other", T0 + DAY + 1))).toEqual({
+          _tag: "Replay",
+          response: again
+        })
+      })
+    )
+
+    it.effect("a completion inside a unit of work that fails leaves nothing stored", () =>
+      Effect.gen(function* () {
+        const store = yield* IdempotencyStore
+        const uow = yield* UnitOfWork
+        const scope = aScope()
+        const failed = yield* Effect.flip(
+          uow.transaction(
+            Effect.gen(function* () {
+              yield* store.claim(scope, "fp", T0)
+              yield* store.complete(scope, "fp", created, T0, T0 + DAY)
+              return yield* Effect.fail("operation failed after completing" as const)
+            })
+          )
+        )
+        expect(failed).toBe("operation failed after completing")
+        expect(yield* uow.transaction(store.claim(scope, "other", T0 + 1))).toEqual({ _tag: "Fresh" })
+      })
+    )
+
+    it.effect("purgeExpired deletes the records expired at or before now and counts them", () =>
+      Effect.gen(function* () {
+        const store = yield* IdempotencyStore
+        const uow = yield* UnitOfWork
+        // Far in the future of the other tests' records, so they count too: purge them first.
+        const now = T0 + 100 * DAY
+        yield* store.purgeExpired(now - DAY)
+        const old = aScope()
+        const edge = aScope()
+        const live = aScope()
+        yield* uow.transaction(
+          Effect.all([
+            store.complete(old, "fp", created, now - 2 * DAY, now - DAY),
+            store.complete(edge, "fp", created, now - DAY, now),
+            store.complete(live, "fp", created, now, now + DAY)
+          ])
+        )
+        expect(yield* store.purgeExpired(now)).toBe(2)
+        expect(yield* store.purgeExpired(now)).toBe(0)
+        // The live record still replays; the purged ones are gone even for an earlier clock.
+        expect((yield* uow.transaction(store.claim(live, "fp", now)))._tag).toBe("Replay")
+        expect(yield* uow.transaction(store.claim(old, "other", now - 2 * DAY))).toEqual({ _tag: "Fresh" })
+      })
+    )
+  })
+}

@@ -1,0 +1,113 @@
+import { expect, layer } from "@effect/vitest"
+import { IntakeBotRepository, SubmissionRepository, WorkspaceRepository } from "@intake/domain"
+import { Effect, type Layer, Option } from "effect"
+import { intakeBotRecord, submissionRecord, testId, workspaceRecord } from "../fixtures-submissions.js"
+import { inNewestFirstOrder, walkPages } from "./paging.js"
+
+export const intakeBotRepositoryContract = (
+  name: string,
+  theLayer: Layer.Layer<IntakeBotRepository | SubmissionRepository | WorkspaceRepository>
+): void =>
+  layer(theLayer)(`IntakeBotRepository contract (${name})`, (it) => {
+    const givenWorkspace = Effect.gen(function* () {
+      const workspace = workspaceRecord()
+      yield* (yield* WorkspaceRepository).insert(workspace)
+      return workspace
+    })
+
+    it.effect("finds an inserted bot by id, and in its own workspace only", () =>
+      Effect.gen(function* () {
+        const bots = yield* IntakeBotRepository
+        const workspace = yield* givenWorkspace
+        const other = yield* givenWorkspace
+        const bot = intakeBotRecord(workspace.id)
+        yield* bots.insert(bot)
+        expect(yield* bots.findById(bot.id)).toEqual(Option.some(bot))
+        expect(yield* bots.findInWorkspace(workspace.id, bot.id)).toEqual(Option.some(bot))
+        expect(Option.isNone(yield* bots.findInWorkspace(other.id, bot.id))).toBe(true)
+        expect(Option.isNone(yield* bots.findById(testId("bot")))).toBe(true)
+      })
+    )
+
+    it.effect("an update replaces the stored bot", () =>
+      Effect.gen(function* () {
+        const bots = yield* IntakeBotRepository
+        const workspace = yield* givenWorkspace
+        const bot = intakeBotRecord(workspace.id)
+        yield* bots.insert(bot)
+        const updated = {
+          ...bot,
+          name: "Renamed",
+          status: "PAUSED" as const,
+          schema: [{ name: "email", label: "Email", type: "email" as const, required: true }],
+          schemaVersion: 2,
+          updatedAt: bot.updatedAt + 1000
+        }
+        yield* bots.update(updated)
+        expect(yield* bots.findById(bot.id)).toEqual(Option.some(updated))
+      })
+    )
+
+    it.effect("knows which slugs are taken", () =>
+      Effect.gen(function* () {
+        const bots = yield* IntakeBotRepository
+        const workspace = yield* givenWorkspace
+        const bot = intakeBotRecord(workspace.id)
+        yield* bots.insert(bot)
+        expect(yield* bots.slugExists(bot.shareSlug)).toBe(true)
+        expect(yield* bots.slugExists(intakeBotRecord(workspace.id).shareSlug)).toBe(false)
+      })
+    )
+
+    it.effect("existingIds answers only the workspace's bots among those asked", () =>
+      Effect.gen(function* () {
+        const bots = yield* IntakeBotRepository
+        const workspace = yield* givenWorkspace
+        const other = yield* givenWorkspace
+        const mine = intakeBotRecord(workspace.id)
+        const theirs = intakeBotRecord(other.id)
+        yield* bots.insert(mine)
+        yield* bots.insert(theirs)
+        const found = yield* bots.existingIds(workspace.id, [mine.id, theirs.id, testId("bot")])
+        expect([...found]).toEqual([mine.id])
+        expect(yield* bots.existingIds(workspace.id, [])).toEqual([])
+      })
+    )
+
+    it.effect("lists the workspace's bots newest first, each once, with their submission counts", () =>
+      Effect.gen(function* () {
+        const bots = yield* IntakeBotRepository
+        const submissions = yield* SubmissionRepository
+        const workspace = yield* givenWorkspace
+        const other = yield* givenWorkspace
+        // Pairs share a created_at, so the id decides their order.
+        const inserted = Array.from({ length: 7 }, (_, i) =>
+          intakeBotRecord(workspace.id, { createdAt: 1_700_000_000_000 + Math.floor(i / 2) * 1000 })
+        )
+        for (const bot of inserted) yield* bots.insert(bot)
+        yield* bots.insert(intakeBotRecord(other.id))
+        for (let i = 0; i < 3; i++) yield* submissions.insert(submissionRecord(inserted[0]!), [])
+        yield* submissions.insert(submissionRecord(inserted[4]!), [])
+
+        const { items, pages } = yield* walkPages((page) => bots.list(workspace.id, page), 3)
+        expect(pages).toBe(3)
+        expect(items.map((bot) => bot.id).sort()).toEqual(inserted.map((bot) => bot.id).sort())
+        expect(inNewestFirstOrder(items)).toBe(true)
+        const counts = Object.fromEntries(items.map((bot) => [bot.id, bot.submissionCount]))
+        expect(counts[inserted[0]!.id]).toBe(3)
+        expect(counts[inserted[4]!.id]).toBe(1)
+        expect(counts[inserted[1]!.id]).toBe(0)
+      })
+    )
+
+    it.effect("an empty workspace lists nothing", () =>
+      Effect.gen(function* () {
+        const bots = yield* IntakeBotRepository
+        const workspace = yield* givenWorkspace
+        expect(yield* bots.list(workspace.id, { limit: 10, after: null })).toEqual({
+          items: [],
+          hasMore: false
+        })
+      })
+    )
+  })

@@ -1,0 +1,162 @@
+import { expect, layer } from "@effect/vitest"
+import { IntakeBotRepository, SubmissionRepository, WorkspaceRepository } from "@intake/domain"
+import { Effect, type Layer, Option } from "effect"
+import {
+  intakeBotRecord,
+  messageRecords,
+  submissionRecord,
+  testId,
+  workspaceRecord
+} from "../fixtures-submissions.js"
+import { inNewestFirstOrder, walkPages } from "./paging.js"
+
+const T0 = 1_764_000_000_000
+
+export const submissionRepositoryContract = (
+  name: string,
+  theLayer: Layer.Layer<SubmissionRepository | IntakeBotRepository | WorkspaceRepository>
+): void =>
+  layer(theLayer)(`SubmissionRepository contract (${name})`, (it) => {
+    const givenBot = Effect.gen(function* () {
+      const workspace = workspaceRecord()
+      yield* (yield* WorkspaceRepository).insert(workspace)
+      const bot = intakeBotRecord(workspace.id)
+      yield* (yield* IntakeBotRepository).insert(bot)
+      return bot
+    })
+
+    it.effect("stores a submission with its messages, in order, found only under its bot and workspace", () =>
+      Effect.gen(function* () {
+        const submissions = yield* SubmissionRepository
+        const bot = yield* givenBot
+        const otherBot = yield* givenBot
+        const submission = submissionRecord(bot, { isTest: true, data: { name: "Ada", email: null } })
+        const messages = messageRecords(submission, ["What is your name?", "Ada", "And your email?"])
+        yield* submissions.insert(submission, messages)
+
+        expect(yield* submissions.findById(submission.id)).toEqual(Option.some(submission))
+        expect(yield* submissions.findInBot(bot.workspaceId, bot.id, submission.id)).toEqual(
+          Option.some({ ...submission, messages })
+        )
+        expect(Option.isNone(yield* submissions.findInBot(bot.workspaceId, otherBot.id, submission.id))).toBe(
+          true
+        )
+        expect(Option.isNone(yield* submissions.findInBot(otherBot.workspaceId, bot.id, submission.id))).toBe(
+          true
+        )
+        expect(Option.isNone(yield* submissions.findInBot(bot.workspaceId, bot.id, testId("sub")))).toBe(true)
+      })
+    )
+
+    it.effect("lists with each submission's message count", () =>
+      Effect.gen(function* () {
+        const submissions = yield* SubmissionRepository
+        const bot = yield* givenBot
+        const talkative = submissionRecord(bot, { createdAt: T0 + 1 })
+        const silent = submissionRecord(bot, { createdAt: T0 })
+        yield* submissions.insert(talkative, messageRecords(talkative, ["a", "b"]))
+        yield* submissions.insert(silent, [])
+        const page = yield* submissions.list(
+          bot.workspaceId,
+          bot.id,
+          { limit: 10, after: null },
+          {
+            createdAfter: null,
+            createdBefore: null
+          }
+        )
+        expect(page.hasMore).toBe(false)
+        expect(page.items.map((item) => [item.id, item.messageCount])).toEqual([
+          [talkative.id, 2],
+          [silent.id, 0]
+        ])
+      })
+    )
+
+    it.effect("120 submissions walked 50 at a time come back each exactly once, newest first", () =>
+      Effect.gen(function* () {
+        const submissions = yield* SubmissionRepository
+        const bot = yield* givenBot
+        const otherBot = yield* givenBot
+        // Groups of seven share a created_at, so whole pages end inside a group.
+        const inserted = Array.from({ length: 120 }, (_, i) =>
+          submissionRecord(bot, { createdAt: T0 + Math.floor(i / 7) * 1000 })
+        )
+        for (const submission of inserted) yield* submissions.insert(submission, [])
+        yield* submissions.insert(submissionRecord(otherBot), [])
+
+        const { items, pages } = yield* walkPages(
+          (page) =>
+            submissions.list(bot.workspaceId, bot.id, page, { createdAfter: null, createdBefore: null }),
+          50
+        )
+        expect(pages).toBe(3)
+        expect(items).toHaveLength(120)
+        expect(new Set(items.map((item) => item.id)).size).toBe(120)
+        expect(items.every((item) => item.intakeBotId === bot.id)).toBe(true)
+        expect(inNewestFirstOrder(items)).toBe(true)
+      })
+    )
+
+    it.effect("created_after and created_before are inclusive and compose with the cursor", () =>
+      Effect.gen(function* () {
+        const submissions = yield* SubmissionRepository
+        const bot = yield* givenBot
+        const inserted = Array.from({ length: 10 }, (_, i) =>
+          submissionRecord(bot, { createdAt: T0 + i * 1000 })
+        )
+        for (const submission of inserted) yield* submissions.insert(submission, [])
+        const range = { createdAfter: T0 + 2000, createdBefore: T0 + 7000 }
+
+        const { items } = yield* walkPages(
+          (page) => submissions.list(bot.workspaceId, bot.id, page, range),
+          4
+        )
+        expect(items.map((item) => item.createdAt)).toEqual([7, 6, 5, 4, 3, 2].map((s) => T0 + s * 1000))
+
+        const before = yield* submissions.list(
+          bot.workspaceId,
+          bot.id,
+          { limit: 50, after: null },
+          {
+            createdAfter: null,
+            createdBefore: T0
+          }
+        )
+        expect(before.items.map((item) => item.id)).toEqual([inserted[0]!.id])
+        const after = yield* submissions.list(
+          bot.workspaceId,
+          bot.id,
+          { limit: 50, after: null },
+          {
+            createdAfter: T0 + 9000,
+            createdBefore: null
+          }
+        )
+        expect(after.items.map((item) => item.id)).toEqual([inserted[9]!.id])
+      })
+    )
+
+    it.effect("delete removes the submission and its messages, once", () =>
+      Effect.gen(function* () {
+        const submissions = yield* SubmissionRepository
+        const bot = yield* givenBot
+        const submission = submissionRecord(bot)
+        yield* submissions.insert(submission, messageRecords(submission, ["hello"]))
+        expect(yield* submissions.delete(submission.id)).toBe(true)
+        expect(Option.isNone(yield* submissions.findById(submission.id))).toBe(true)
+        expect(Option.isNone(yield* submissions.findInBot(bot.workspaceId, bot.id, submission.id))).toBe(true)
+        expect(yield* submissions.delete(submission.id)).toBe(false)
+        const page = yield* submissions.list(
+          bot.workspaceId,
+          bot.id,
+          { limit: 10, after: null },
+          {
+            createdAfter: null,
+            createdBefore: null
+          }
+        )
+        expect(page.items).toEqual([])
+      })
+    )
+  })

@@ -1,0 +1,136 @@
+/** The contract every WebhookRepository adapter keeps. */
+import { expect, layer } from "@effect/vitest"
+import { PlanLimitExceeded, type UnitOfWork, type WebhookEndpoint, WebhookRepository } from "@intake/domain"
+import { Effect, Either, type Layer, Option } from "effect"
+import { aWebhookEndpoint, uniqueId } from "../fixtures-webhooks.js"
+
+export const webhookRepositoryContract = (
+  name: string,
+  theLayer: Layer.Layer<WebhookRepository | UnitOfWork>
+): void => {
+  layer(theLayer)(`WebhookRepository contract: ${name}`, (it) => {
+    it.effect("stores an endpoint and finds it in its workspace", () =>
+      Effect.gen(function* () {
+        const repo = yield* WebhookRepository
+        const endpoint = aWebhookEndpoint({ workspaceId: uniqueId("ws"), intakeBotIds: ["bot_a", "bot_b"] })
+        yield* repo.insertWithinCap(endpoint, 10)
+        expect(yield* repo.findInWorkspace(endpoint.workspaceId, endpoint.id)).toEqual(Option.some(endpoint))
+      })
+    )
+
+    it.effect("refuses the insert past the cap with current and max", () =>
+      Effect.gen(function* () {
+        const repo = yield* WebhookRepository
+        const workspaceId = uniqueId("ws")
+        for (let i = 0; i < 2; i++) yield* repo.insertWithinCap(aWebhookEndpoint({ workspaceId }), 2)
+        const refused = yield* Effect.flip(repo.insertWithinCap(aWebhookEndpoint({ workspaceId }), 2))
+        expect(refused).toBeInstanceOf(PlanLimitExceeded)
+        expect((refused as PlanLimitExceeded).details).toEqual({
+          resource: "webhook_endpoints",
+          current: 2,
+          max: 2
+        })
+        // Another workspace has its own count.
+        yield* repo.insertWithinCap(aWebhookEndpoint({ workspaceId: uniqueId("ws") }), 2)
+      })
+    )
+
+    it.effect("15 concurrent inserts under a cap of 10 store exactly 10", () =>
+      Effect.gen(function* () {
+        const repo = yield* WebhookRepository
+        const workspaceId = uniqueId("ws")
+        const results = yield* Effect.all(
+          Array.from({ length: 15 }, () =>
+            Effect.either(repo.insertWithinCap(aWebhookEndpoint({ workspaceId }), 10))
+          ),
+          { concurrency: "unbounded" }
+        )
+        expect(results.filter(Either.isRight)).toHaveLength(10)
+        const refusals = results.filter(Either.isLeft).map((r) => r.left)
+        expect(refusals).toHaveLength(5)
+        for (const refusal of refusals) expect(refusal).toBeInstanceOf(PlanLimitExceeded)
+        const listed = yield* repo.list(workspaceId, { limit: 100, after: null })
+        expect(listed.items).toHaveLength(10)
+      })
+    )
+
+    it.effect("lists newest first and pages by keyset without gaps or repeats", () =>
+      Effect.gen(function* () {
+        const repo = yield* WebhookRepository
+        const workspaceId = uniqueId("ws")
+        // Two share a timestamp: the id breaks the tie.
+        const endpoints = [1000, 3000, 2000, 2000, 5000, 4000].map((createdAt) =>
+          aWebhookEndpoint({ workspaceId, createdAt, updatedAt: createdAt })
+        )
+        for (const endpoint of endpoints) yield* repo.insertWithinCap(endpoint, 50)
+        const expected = [...endpoints]
+          .sort((a, b) => b.createdAt - a.createdAt || (a.id < b.id ? 1 : -1))
+          .map((e) => e.id)
+
+        const seen: Array<string> = []
+        let after: { createdAt: number; id: string } | null = null
+        let pages = 0
+        for (;;) {
+          const page: { items: ReadonlyArray<WebhookEndpoint>; hasMore: boolean } = yield* repo.list(
+            workspaceId,
+            {
+              limit: 4,
+              after
+            }
+          )
+          pages++
+          seen.push(...page.items.map((e) => e.id))
+          const last = page.items[page.items.length - 1]
+          if (!page.hasMore || last === undefined) break
+          after = { createdAt: last.createdAt, id: last.id }
+        }
+        expect(seen).toEqual(expected)
+        expect(pages).toBe(2)
+      })
+    )
+
+    it.effect("a page that ends exactly at the last item says there is no more", () =>
+      Effect.gen(function* () {
+        const repo = yield* WebhookRepository
+        const workspaceId = uniqueId("ws")
+        for (const createdAt of [1, 2])
+          yield* repo.insertWithinCap(aWebhookEndpoint({ workspaceId, createdAt }), 10)
+        const page = yield* repo.list(workspaceId, { limit: 2, after: null })
+        expect(page.items).toHaveLength(2)
+        expect(page.hasMore).toBe(false)
+      })
+    )
+
+    it.effect("keeps workspaces apart: find, list, update and delete", () =>
+      Effect.gen(function* () {
+        const repo = yield* WebhookRepository
+        const mine = uniqueId("ws")
+        const theirs = uniqueId("ws")
+        const endpoint = aWebhookEndpoint({ workspaceId: mine })
+        yield* repo.insertWithinCap(endpoint, 10)
+        yield* repo.insertWithinCap(aWebhookEndpoint({ workspaceId: theirs }), 10)
+
+        expect(yield* repo.findInWorkspace(theirs, endpoint.id)).toEqual(Option.none())
+        expect((yield* repo.list(mine, { limit: 10, after: null })).items.map((e) => e.id)).toEqual([
+          endpoint.id
+        ])
+        expect(yield* repo.delete(theirs, endpoint.id)).toBe(false)
+        expect(Option.isSome(yield* repo.findInWorkspace(mine, endpoint.id))).toBe(true)
+      })
+    )
+
+    it.effect("updates an endpoint and deletes it once", () =>
+      Effect.gen(function* () {
+        const repo = yield* WebhookRepository
+        const endpoint = aWebhookEndpoint({ workspaceId: uniqueId("ws") })
+        yield* repo.insertWithinCap(endpoint, 10)
+        const paused = { ...endpoint, status: "paused" as const, updatedAt: endpoint.updatedAt + 1 }
+        yield* repo.update(paused)
+        expect(yield* repo.findInWorkspace(endpoint.workspaceId, endpoint.id)).toEqual(Option.some(paused))
+        expect(yield* repo.delete(endpoint.workspaceId, endpoint.id)).toBe(true)
+        expect(yield* repo.delete(endpoint.workspaceId, endpoint.id)).toBe(false)
+        expect(yield* repo.findInWorkspace(endpoint.workspaceId, endpoint.id)).toEqual(Option.none())
+      })
+    )
+  })
+}

@@ -1,0 +1,173 @@
+/**
+ * Test data and layers for the webhook and idempotency rules. The workspace and bot
+ * repositories here are stand-ins holding only what the webhook rules read; the full
+ * memory adapters belong to other areas.
+ */
+import {
+  IdempotencyLive,
+  IdempotencyStore,
+  type IntakeBot,
+  IntakeBotRepository,
+  type Plan,
+  type WebhookEndpoint,
+  WebhookSettings,
+  WebhooksLive,
+  type Workspace,
+  WorkspaceRepository
+} from "@intake/domain"
+import {
+  MemoryDatabase,
+  MemoryIdempotencyStore,
+  MemoryUnitOfWork,
+  MemoryWebhookPortsLive,
+  MemoryWebhookRepository,
+  PlatformLive
+} from "@intake/memory"
+import { Effect, Layer, Option } from "effect"
+import { StaticAddressResolver } from "./static-address-resolver.js"
+
+let sequence = 0
+/** A unique id of the given prefix, in the service's id format. */
+export const uniqueId = (prefix: string): string =>
+  `${prefix}_${(++sequence).toString(36).padStart(6, "0")}${Math.random().toString(36).slice(2, 12)}`
+
+export const aWebhookEndpoint = (overrides: Partial<WebhookEndpoint> = {}): WebhookEndpoint => ({
+  id: uniqueId("wh"),
+  workspaceId: "ws_fixture",
+  url: "https://receiver.example.com/hooks",
+  events: ["submission.completed"],
+  status: "active",
+  description: "",
+  intakeBotIds: [],
+  secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw0W4wjSrUzPQ=",
+  lastDeliveryAt: null,
+  lastDeliveryOk: null,
+  consecutiveFails: 0,
+  failingSince: null,
+  createdAt: 0,
+  updatedAt: 0,
+  ...overrides
+})
+
+export const aWorkspace = (overrides: Partial<Workspace> = {}): Workspace => ({
+  id: uniqueId("ws"),
+  name: "Acme",
+  plan: "pro",
+  status: "active",
+  monthlySubmissionQuota: null,
+  rateLimitPerMinute: null,
+  createdAt: 0,
+  updatedAt: 0,
+  ...overrides
+})
+
+export const anIntakeBot = (overrides: Partial<IntakeBot> = {}): IntakeBot => ({
+  id: uniqueId("bot"),
+  workspaceId: "ws_fixture",
+  name: "Lead form",
+  description: "",
+  status: "ACTIVE",
+  shareSlug: Math.random().toString(36).slice(2, 10),
+  schema: [{ name: "email", label: "Email", type: "email", required: true }],
+  schemaVersion: 1,
+  createdAt: 0,
+  updatedAt: 0,
+  ...overrides
+})
+
+/** Stores a workspace straight into the memory database; answers it. */
+export const givenWorkspace = (plan: Plan = "pro") =>
+  Effect.flatMap(MemoryDatabase, (db) => {
+    const workspace = aWorkspace({ plan })
+    return Effect.as(
+      db.run((t, w) => w.set(t.workspaces, workspace.id, workspace)),
+      workspace
+    )
+  })
+
+/** Stores an intake bot of the workspace straight into the memory database; answers it. */
+export const givenBot = (workspaceId: string) =>
+  Effect.flatMap(MemoryDatabase, (db) => {
+    const bot = anIntakeBot({ workspaceId })
+    return Effect.as(
+      db.run((t, w) => w.set(t.bots, bot.id, bot)),
+      bot
+    )
+  })
+
+const notUsedHere = (method: string) => () => Effect.dieMessage(`${method} is not used by the webhook rules`)
+
+/** Reads workspaces and bots from the memory tables: the two lookups the webhook rules make. */
+export const WebhookRulesLookups = Layer.effect(
+  WorkspaceRepository,
+  Effect.map(MemoryDatabase, (db) =>
+    WorkspaceRepository.of({
+      insert: notUsedHere("WorkspaceRepository.insert"),
+      update: notUsedHere("WorkspaceRepository.update"),
+      findById: (id) => db.run((t) => Option.fromNullable(t.workspaces.get(id)))
+    })
+  )
+).pipe(
+  Layer.merge(
+    Layer.effect(
+      IntakeBotRepository,
+      Effect.map(MemoryDatabase, (db) =>
+        IntakeBotRepository.of({
+          insert: notUsedHere("IntakeBotRepository.insert"),
+          update: notUsedHere("IntakeBotRepository.update"),
+          findById: notUsedHere("IntakeBotRepository.findById"),
+          findInWorkspace: notUsedHere("IntakeBotRepository.findInWorkspace"),
+          list: notUsedHere("IntakeBotRepository.list"),
+          slugExists: notUsedHere("IntakeBotRepository.slugExists"),
+          existingIds: (workspaceId, ids) =>
+            db.run((t) => ids.filter((id) => t.bots.get(id)?.workspaceId === workspaceId))
+        })
+      )
+    )
+  )
+)
+
+export interface WebhookRulesOptions {
+  readonly allowPrivateNetworks?: boolean
+  /** What the DNS double answers; a name not listed does not resolve. */
+  readonly addresses?: Readonly<Record<string, ReadonlyArray<string>>>
+  /**
+   * Let other fibers run around every idempotency-store call, as a store across a network
+   * would: races that the memory scheduler would otherwise never show become visible.
+   */
+  readonly yieldingIdempotencyStore?: boolean
+}
+
+const yieldAround = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+  Effect.yieldNow().pipe(Effect.zipRight(effect), Effect.zipLeft(Effect.yieldNow()))
+
+/** The memory idempotency store with a yield around each call. */
+const YieldingIdempotencyStore = Layer.effect(
+  IdempotencyStore,
+  Effect.map(IdempotencyStore, (store) =>
+    IdempotencyStore.of({
+      claim: (...args) => yieldAround(store.claim(...args)),
+      complete: (...args) => yieldAround(store.complete(...args)),
+      purgeExpired: (now) => yieldAround(store.purgeExpired(now))
+    })
+  )
+).pipe(Layer.provide(MemoryIdempotencyStore))
+
+/** The Webhooks and Idempotency use cases over a fresh memory database. */
+export const webhookRulesLayer = (options: WebhookRulesOptions = {}) => {
+  const ports = Layer.mergeAll(
+    MemoryUnitOfWork,
+    options.yieldingIdempotencyStore === true
+      ? Layer.merge(MemoryWebhookRepository, YieldingIdempotencyStore)
+      : MemoryWebhookPortsLive,
+    WebhookRulesLookups
+  ).pipe(Layer.provideMerge(MemoryDatabase.Default))
+  const platform = Layer.mergeAll(
+    PlatformLive,
+    StaticAddressResolver(options.addresses ?? {}),
+    WebhookSettings.layer({ allowPrivateNetworks: options.allowPrivateNetworks ?? false })
+  )
+  return Layer.mergeAll(WebhooksLive, IdempotencyLive).pipe(Layer.provideMerge(Layer.merge(ports, platform)))
+}
+
+export type WebhookRulesServices = Layer.Layer.Success<ReturnType<typeof webhookRulesLayer>>

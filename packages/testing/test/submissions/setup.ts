@@ -1,0 +1,53 @@
+/** The use cases of this area over fresh memory layers, and helpers to set the scene. */
+import {
+  BuiltInSummarizerLive,
+  IntakeBots,
+  IntakeBotsLive,
+  type NewIntakeBot,
+  SubmissionsLive,
+  type Workspace,
+  WorkspaceRepository
+} from "@intake/domain"
+import { MemoryDatabase, MemorySubmissionPortsLive, MemoryUnitOfWork, PlatformLive } from "@intake/memory"
+import { newIntakeBot, workspaceRecord } from "@intake/testing"
+import { Effect, Layer, Option } from "effect"
+
+// A stand-in until MemoryWorkspaceRepository (another slice) is merged; then use that one.
+export const WorkspacesStandIn = Layer.effect(
+  WorkspaceRepository,
+  Effect.map(MemoryDatabase, (db) => ({
+    insert: (workspace) => db.run((t, w) => w.set(t.workspaces, workspace.id, workspace)),
+    update: (workspace) => db.run((t, w) => w.set(t.workspaces, workspace.id, workspace)),
+    findById: (id) => db.run((t) => Option.fromNullable(t.workspaces.get(id)))
+  }))
+)
+
+/** Ports (and the database, to inspect what was written) without the use cases. */
+export const memoryPorts = () =>
+  Layer.mergeAll(MemorySubmissionPortsLive, WorkspacesStandIn, MemoryUnitOfWork, BuiltInSummarizerLive).pipe(
+    Layer.provideMerge(PlatformLive),
+    Layer.provideMerge(MemoryDatabase.Default)
+  )
+
+export const submissionsArea = () =>
+  Layer.mergeAll(IntakeBotsLive, SubmissionsLive).pipe(Layer.provideMerge(memoryPorts()))
+
+export const givenWorkspace = (overrides: Partial<Workspace> = {}) =>
+  Effect.gen(function* () {
+    const workspace = workspaceRecord(overrides)
+    yield* (yield* WorkspaceRepository).insert(workspace)
+    return workspace
+  })
+
+export const givenBot = (workspaceId: string, overrides: Partial<NewIntakeBot> = {}) =>
+  Effect.flatMap(IntakeBots, (bots) => bots.create(workspaceId, newIntakeBot(overrides)))
+
+/** What the database holds for a workspace: the outbox, contacts and submissions. */
+export const writtenFor = (workspaceId: string) =>
+  Effect.flatMap(MemoryDatabase, (db) =>
+    db.run((t) => ({
+      events: [...t.events.values()].filter((event) => event.workspaceId === workspaceId),
+      contacts: [...t.contacts.values()].filter((contact) => contact.workspaceId === workspaceId),
+      submissions: [...t.submissions.values()].filter((submission) => submission.workspaceId === workspaceId)
+    }))
+  )
