@@ -69,11 +69,15 @@ export const match = <R>(routes: ReadonlyArray<Route<R>>, method: string, pathna
   return undefined
 }
 
-const issuesOf = (error: ParseResult.ParseIssue, prefix: ReadonlyArray<PropertyKey> = []) =>
-  ParseResult.ArrayFormatter.formatIssueSync(error).map((issue) => ({
-    path: [...prefix, ...issue.path].map(String).join("."),
-    message: issue.message
-  }))
+/** One issue per path (a union reports one per member; the first says enough). */
+const issuesOf = (error: ParseResult.ParseIssue) => {
+  const byPath = new Map<string, string>()
+  for (const issue of ParseResult.ArrayFormatter.formatIssueSync(error)) {
+    const path = issue.path.map(String).join(".")
+    if (!byPath.has(path)) byPath.set(path, issue.message)
+  }
+  return [...byPath].map(([path, message]) => ({ path, message }))
+}
 
 const decodeWith = <A>(
   schema: Schema.Schema<A, unknown, never>,

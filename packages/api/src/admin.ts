@@ -21,6 +21,7 @@ import {
   IntakeBotWire,
   IssuedApiKeyWire,
   NotFound,
+  oneOf,
   PlanName,
   ScopeName,
   ServerError,
@@ -41,52 +42,53 @@ const SchemaFieldInput = Schema.Struct({
   name: Schema.String,
   label: Schema.String,
   type: FieldTypeName,
-  required: Schema.optional(Schema.Boolean),
-  options: Schema.optional(Schema.Array(Schema.String))
+  required: Schema.optionalWith(Schema.Boolean, { exact: true }),
+  options: Schema.optionalWith(Schema.Array(Schema.String), { exact: true })
 })
 
 export const CreateWorkspaceBody = Schema.Struct({
   name: Schema.String,
   plan: PlanName,
-  monthly_submission_quota: Schema.optional(NullableCount)
+  monthly_submission_quota: Schema.optionalWith(NullableCount, { exact: true })
 })
 
 export const UpdateWorkspaceBody = Schema.Struct({
-  plan: Schema.optional(PlanName),
-  status: Schema.optional(Schema.Literal("active", "archived")),
-  monthly_submission_quota: Schema.optional(NullableCount),
-  rate_limit_per_minute: Schema.optional(Schema.NullOr(Schema.Int.pipe(Schema.greaterThanOrEqualTo(1))))
+  plan: Schema.optionalWith(PlanName, { exact: true }),
+  status: Schema.optionalWith(oneOf("active", "archived"), { exact: true }),
+  monthly_submission_quota: Schema.optionalWith(NullableCount, { exact: true }),
+  rate_limit_per_minute: Schema.optionalWith(Schema.NullOr(Schema.Int.pipe(Schema.greaterThanOrEqualTo(1))), {
+    exact: true
+  })
 })
 
 export const CreateApiKeyBody = Schema.Struct({
   scopes: Schema.Array(ScopeName),
-  name: Schema.optional(Schema.NullOr(Schema.String)),
+  name: Schema.optionalWith(Schema.NullOr(Schema.String), { exact: true }),
   /** ISO 8601 date-time. */
-  expires_at: Schema.optional(Schema.NullOr(Schema.String))
+  expires_at: Schema.optionalWith(Schema.NullOr(Schema.String), { exact: true })
 })
 
 export const CreateIntakeBotBody = Schema.Struct({
   name: Schema.String,
-  description: Schema.optional(Schema.String),
-  status: Schema.optional(Schema.Literal("ACTIVE", "PAUSED", "ARCHIVED")),
+  description: Schema.optionalWith(Schema.String, { exact: true }),
+  status: Schema.optionalWith(oneOf("ACTIVE", "PAUSED", "ARCHIVED"), { exact: true }),
   schema: Schema.Array(SchemaFieldInput)
 })
 
 export const UpdateIntakeBotBody = Schema.Struct({
-  name: Schema.optional(Schema.String),
-  description: Schema.optional(Schema.String),
-  status: Schema.optional(Schema.Literal("ACTIVE", "PAUSED", "ARCHIVED")),
-  schema: Schema.optional(Schema.Array(SchemaFieldInput))
+  name: Schema.optionalWith(Schema.String, { exact: true }),
+  description: Schema.optionalWith(Schema.String, { exact: true }),
+  status: Schema.optionalWith(oneOf("ACTIVE", "PAUSED", "ARCHIVED"), { exact: true }),
+  schema: Schema.optionalWith(Schema.Array(SchemaFieldInput), { exact: true })
 })
 
 export const AdminSubmissionBody = Schema.Struct({
   data: Schema.Record({ key: Schema.String, value: Schema.Unknown }),
-  status: Schema.optional(Schema.Literal("IN_PROGRESS", "COMPLETED")),
-  is_test: Schema.optional(Schema.Boolean),
-  messages: Schema.optional(
-    Schema.Array(
-      Schema.Struct({ role: Schema.Literal("assistant", "user", "system"), content: Schema.String })
-    )
+  status: Schema.optionalWith(oneOf("IN_PROGRESS", "COMPLETED"), { exact: true }),
+  is_test: Schema.optionalWith(Schema.Boolean, { exact: true }),
+  messages: Schema.optionalWith(
+    Schema.Array(Schema.Struct({ role: oneOf("assistant", "user", "system"), content: Schema.String })),
+    { exact: true }
   )
 })
 

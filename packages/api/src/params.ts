@@ -34,15 +34,15 @@ export const DateTimeParam = Schema.transformOrFail(Schema.String, Schema.Number
 }).annotations({ identifier: "DateTime", description: "ISO 8601 date-time, e.g. 2026-11-21T10:00:00.000Z" })
 
 export const ListParams = Schema.Struct({
-  limit: Schema.optional(LimitParam),
-  cursor: Schema.optional(Schema.String)
+  limit: Schema.optionalWith(LimitParam, { exact: true }),
+  cursor: Schema.optionalWith(Schema.String, { exact: true })
 })
 
 export const SubmissionListParams = Schema.Struct({
-  limit: Schema.optional(LimitParam),
-  cursor: Schema.optional(Schema.String),
-  created_after: Schema.optional(DateTimeParam),
-  created_before: Schema.optional(DateTimeParam)
+  limit: Schema.optionalWith(LimitParam, { exact: true }),
+  cursor: Schema.optionalWith(Schema.String, { exact: true }),
+  created_after: Schema.optionalWith(DateTimeParam, { exact: true }),
+  created_before: Schema.optionalWith(DateTimeParam, { exact: true })
 })
 
 export const IdPath = Schema.Struct({ id: Schema.String })
@@ -53,7 +53,8 @@ export const DeliveryPath = Schema.Struct({ id: Schema.String, deliveryId: Schem
 export const IDEMPOTENCY_KEY = /^[\x20-\x7e]{1,255}$/
 
 export const IdempotencyHeaders = Schema.Struct({
-  "idempotency-key": Schema.optional(
-    Schema.String.annotations({ description: "1 to 255 printable ASCII characters; see Idempotency" })
+  "idempotency-key": Schema.optionalWith(
+    Schema.String.annotations({ description: "1 to 255 printable ASCII characters; see Idempotency" }),
+    { exact: true }
   )
 })

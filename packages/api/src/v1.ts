@@ -31,6 +31,7 @@ import {
   IntakeBotListItemWire,
   IntakeBotWire,
   NotFound,
+  oneOf,
   Pagination,
   SchemaFieldSummary,
   ServerError,
@@ -53,22 +54,22 @@ export class ApiKeyAuth extends HttpApiMiddleware.Tag<ApiKeyAuth>()("ApiKeyAuth"
 
 export const CreateSubmissionBody = Schema.Struct({
   data: Schema.Record({ key: Schema.String, value: Schema.Unknown }),
-  status: Schema.optional(Schema.Literal("IN_PROGRESS", "COMPLETED")),
-  is_test: Schema.optional(Schema.Boolean)
+  status: Schema.optionalWith(oneOf("IN_PROGRESS", "COMPLETED"), { exact: true }),
+  is_test: Schema.optionalWith(Schema.Boolean, { exact: true })
 }).annotations({ identifier: "CreateSubmissionBody" })
 
 export const CreateWebhookBody = Schema.Struct({
   url: Schema.String,
   events: Schema.Array(Schema.String),
-  description: Schema.optional(Schema.String),
-  intake_bot_ids: Schema.optional(Schema.Array(Schema.String))
+  description: Schema.optionalWith(Schema.String, { exact: true }),
+  intake_bot_ids: Schema.optionalWith(Schema.Array(Schema.String), { exact: true })
 }).annotations({ identifier: "CreateWebhookBody" })
 
 export const UpdateWebhookBody = Schema.Struct({
-  events: Schema.optional(Schema.Array(Schema.String)),
-  description: Schema.optional(Schema.String),
-  status: Schema.optional(Schema.Literal("active", "paused")),
-  intake_bot_ids: Schema.optional(Schema.Array(Schema.String))
+  events: Schema.optionalWith(Schema.Array(Schema.String), { exact: true }),
+  description: Schema.optionalWith(Schema.String, { exact: true }),
+  status: Schema.optionalWith(oneOf("active", "paused"), { exact: true }),
+  intake_bot_ids: Schema.optionalWith(Schema.Array(Schema.String), { exact: true })
 }).annotations({ identifier: "UpdateWebhookBody" })
 
 // ---------------------------------------------------------------- answers

@@ -97,7 +97,13 @@ export const SchemaFieldSummary = Schema.Struct({
   type: FieldTypeName
 }).annotations({ identifier: "SchemaFieldSummary" })
 
-export const BotStatusName = Schema.Literal("ACTIVE", "PAUSED", "ARCHIVED")
+/** A literal union that reports one issue naming every allowed value. */
+export const oneOf = <const L extends ReadonlyArray<string>>(...literals: L) =>
+  Schema.Literal(...literals).annotations({
+    message: () => `must be one of ${literals.map((literal) => `"${literal}"`).join(", ")}`
+  })
+
+export const BotStatusName = oneOf("ACTIVE", "PAUSED", "ARCHIVED")
 
 export const IntakeBotListItemWire = Schema.Struct({
   id: Schema.String,
@@ -123,7 +129,7 @@ export type IntakeBotWire = typeof IntakeBotWire.Type
 
 // ---------------------------------------------------------------- submissions
 
-export const SubmissionStatusName = Schema.Literal("IN_PROGRESS", "COMPLETED", "ABANDONED")
+export const SubmissionStatusName = oneOf("IN_PROGRESS", "COMPLETED", "ABANDONED")
 
 export const FieldValueWire = Schema.Union(
   Schema.String,
@@ -178,7 +184,7 @@ export const CreatedSubmissionWire = Schema.Struct({
 
 // ---------------------------------------------------------------- webhooks
 
-export const WebhookStatusName = Schema.Literal("active", "paused", "disabled")
+export const WebhookStatusName = oneOf("active", "paused", "disabled")
 
 const webhookFields = {
   id: Schema.String,
@@ -222,7 +228,7 @@ export type DeliveryWire = typeof DeliveryWire.Type
 
 // ---------------------------------------------------------------- operator interface
 
-export const PlanName = Schema.Literal("free", "pro", "business")
+export const PlanName = oneOf("free", "pro", "business")
 
 export const WorkspaceWire = Schema.Struct({
   id: Schema.String,
