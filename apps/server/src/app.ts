@@ -39,6 +39,21 @@ const openApi = () => {
   return json(openApiDocument, 200)
 }
 
+/** Readable docs of /openapi.json (Scalar, loaded by the browser from its CDN). */
+const DOCS_HTML = `<!doctype html>
+<html>
+  <head>
+    <meta charset="utf-8" />
+    <title>Intake API v1</title>
+    <meta name="viewport" content="width=device-width, initial-scale=1" />
+  </head>
+  <body>
+    <script id="api-reference" data-url="/openapi.json"></script>
+    <script src="https://cdn.jsdelivr.net/npm/@scalar/api-reference/dist/browser/standalone.min.js" crossorigin></script>
+  </body>
+</html>
+`
+
 const dispatch = <R>(
   routes: ReadonlyArray<Route<R>>,
   url: URL,
@@ -103,6 +118,7 @@ export const makeApp = (options: AppOptions) =>
       }
       if (request.method === "GET" && (path === "/healthz" || path === "/readyz")) return ok()
       if (request.method === "GET" && path === "/openapi.json") return openApi()
+      if (request.method === "GET" && path === "/docs") return HttpServerResponse.html(DOCS_HTML)
       return routeNotFound()
     }).pipe(Effect.catchAllCause(causeToResponse))
     return HttpServerResponse.setHeader(response, "x-request-id", `req_${randomUUID().replaceAll("-", "")}`)
