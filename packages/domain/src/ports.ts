@@ -7,7 +7,7 @@
  * where the rule needs it (quota, key caps, idempotency). Repository calls made outside
  * a transaction are atomic one by one.
  */
-import { Context, type Effect, type Option } from "effect"
+import { Context, type Effect, type Option, type Scope } from "effect"
 import type { IdempotencyConflict, PlanLimitExceeded, StorageUnavailable } from "./errors.js"
 import type {
   ApiKey,
@@ -242,6 +242,32 @@ export class RateLimiter extends Context.Tag("@intake/RateLimiter")<
      * admits more than `limit`.
      */
     readonly hit: (bucket: string, limit: number, windowMs: number) => Stored<RateLimitDecision>
+  }
+>() {}
+
+// ---------------------------------------------------------------- access cache invalidation
+
+/** A change that makes cached authentication data stale. */
+export type AccessInvalidationEvent =
+  /** The key with this hash changed (revoked). */
+  | { readonly _tag: "ApiKeyChanged"; readonly keyHash: string }
+  /** The workspace changed (plan, status, overrides): every cached key of it is stale. */
+  | { readonly _tag: "WorkspaceChanged"; readonly workspaceId: string }
+
+/**
+ * Tells every instance's authentication cache to drop stale entries. `publish` delivers to
+ * this instance's subscribers before it returns (so a change is effective here at once)
+ * and to other instances' subscribers as soon as the transport allows. It never fails: a
+ * lost message only means other instances notice at the cache's TTL (at most 60 s).
+ */
+export class AccessInvalidation extends Context.Tag("@intake/AccessInvalidation")<
+  AccessInvalidation,
+  {
+    readonly publish: (event: AccessInvalidationEvent) => Effect.Effect<void>
+    /** Registers `handler` for events from this and other instances, until the scope closes. */
+    readonly subscribe: (
+      handler: (event: AccessInvalidationEvent) => Effect.Effect<void>
+    ) => Effect.Effect<void, never, Scope.Scope>
   }
 >() {}
 

@@ -1,29 +1,25 @@
-/**
- * Test data and layers for the webhook and idempotency rules. The workspace and bot
- * repositories here are stand-ins holding only what the webhook rules read; the full
- * memory adapters belong to other areas.
- */
+/** Test data and layers for the webhook and idempotency rules. */
 import {
   IdempotencyLive,
   IdempotencyStore,
   type IntakeBot,
-  IntakeBotRepository,
   type Plan,
   type WebhookEndpoint,
   WebhookSettings,
   WebhooksLive,
-  type Workspace,
-  WorkspaceRepository
+  type Workspace
 } from "@intake/domain"
 import {
   MemoryDatabase,
   MemoryIdempotencyStore,
+  MemoryIntakeBotRepository,
   MemoryUnitOfWork,
   MemoryWebhookPortsLive,
   MemoryWebhookRepository,
+  MemoryWorkspaceRepository,
   PlatformLive
 } from "@intake/memory"
-import { Effect, Layer, Option } from "effect"
+import { Effect, Layer } from "effect"
 import { StaticAddressResolver } from "./static-address-resolver.js"
 
 let sequence = 0
@@ -95,38 +91,6 @@ export const givenBot = (workspaceId: string) =>
     )
   })
 
-const notUsedHere = (method: string) => () => Effect.dieMessage(`${method} is not used by the webhook rules`)
-
-/** Reads workspaces and bots from the memory tables: the two lookups the webhook rules make. */
-export const WebhookRulesLookups = Layer.effect(
-  WorkspaceRepository,
-  Effect.map(MemoryDatabase, (db) =>
-    WorkspaceRepository.of({
-      insert: notUsedHere("WorkspaceRepository.insert"),
-      update: notUsedHere("WorkspaceRepository.update"),
-      findById: (id) => db.run((t) => Option.fromNullable(t.workspaces.get(id)))
-    })
-  )
-).pipe(
-  Layer.merge(
-    Layer.effect(
-      IntakeBotRepository,
-      Effect.map(MemoryDatabase, (db) =>
-        IntakeBotRepository.of({
-          insert: notUsedHere("IntakeBotRepository.insert"),
-          update: notUsedHere("IntakeBotRepository.update"),
-          findById: notUsedHere("IntakeBotRepository.findById"),
-          findInWorkspace: notUsedHere("IntakeBotRepository.findInWorkspace"),
-          list: notUsedHere("IntakeBotRepository.list"),
-          slugExists: notUsedHere("IntakeBotRepository.slugExists"),
-          existingIds: (workspaceId, ids) =>
-            db.run((t) => ids.filter((id) => t.bots.get(id)?.workspaceId === workspaceId))
-        })
-      )
-    )
-  )
-)
-
 export interface WebhookRulesOptions {
   readonly allowPrivateNetworks?: boolean
   /** What the DNS double answers; a name not listed does not resolve. */
@@ -160,7 +124,8 @@ export const webhookRulesLayer = (options: WebhookRulesOptions = {}) => {
     options.yieldingIdempotencyStore === true
       ? Layer.merge(MemoryWebhookRepository, YieldingIdempotencyStore)
       : MemoryWebhookPortsLive,
-    WebhookRulesLookups
+    MemoryWorkspaceRepository,
+    MemoryIntakeBotRepository
   ).pipe(Layer.provideMerge(MemoryDatabase.Default))
   const platform = Layer.mergeAll(
     PlatformLive,

@@ -12,13 +12,12 @@ import {
   type IntakeBot,
   type Message,
   MessageRole,
-  type Plan,
   type Submission,
-  type SubmissionDetail,
-  type Workspace
+  type SubmissionDetail
 } from "../models.js"
 import { isEmptyValue, ownValue, type SubmissionData, validateData } from "../policies/field-values.js"
 import { periodOf } from "../policies/period.js"
+import { monthlySubmissionQuota } from "../policies/plans.js"
 import {
   ContactRepository,
   Crypto,
@@ -36,13 +35,6 @@ import { type NewSubmission, Submissions } from "./services.js"
 
 export const MAX_MESSAGES = 1_000
 export const MAX_MESSAGE_LENGTH = 100_000
-
-// TODO(plans): replace with the plans policy (policies/plans.ts) once merged.
-const planSubmissionQuota: Record<Plan, number> = { free: 0, pro: 1_000, business: 10_000 }
-
-/** The workspace's monthly submission quota: the operator's override, else its plan's. */
-export const monthlySubmissionQuota = (workspace: Workspace): number =>
-  workspace.monthlySubmissionQuota ?? planSubmissionQuota[workspace.plan]
 
 const creatableStatuses: ReadonlyArray<string> = ["IN_PROGRESS", "COMPLETED"]
 const messageRoles: ReadonlyArray<string> = MessageRole.literals

@@ -4,8 +4,9 @@
  */
 import { Clock, Effect, Either, Layer, Option } from "effect"
 import { invalid, notFound, type ValidationIssue } from "../errors.js"
-import type { Plan, WebhookEndpoint } from "../models.js"
+import type { WebhookEndpoint } from "../models.js"
 import * as Cursor from "../policies/cursor.js"
+import { maxWebhookEndpoints } from "../policies/plans.js"
 import {
   asEventTypes,
   descriptionIssues,
@@ -27,12 +28,6 @@ import {
 import { receiverAddressIssues } from "./receiver-address.js"
 import { Webhooks } from "./services.js"
 import { WebhookSettings } from "./webhook-settings.js"
-
-/**
- * Webhook endpoints a workspace may have (decisions.md section 3).
- * TODO: replace with the shared plan table of policies/plans.ts once it lands.
- */
-const webhookEndpointLimit = (plan: Plan): number => (plan === "business" ? 50 : plan === "pro" ? 10 : 0)
 
 const listName = (workspaceId: string) => `webhooks:${workspaceId}`
 
@@ -135,7 +130,7 @@ export const WebhooksLive = Layer.effect(
                 createdAt: now,
                 updatedAt: now
               }
-              yield* webhooks.insertWithinCap(endpoint, webhookEndpointLimit(workspace.plan))
+              yield* webhooks.insertWithinCap(endpoint, maxWebhookEndpoints(workspace))
               return endpoint
             })
           )

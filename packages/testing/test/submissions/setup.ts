@@ -8,26 +8,24 @@ import {
   type Workspace,
   WorkspaceRepository
 } from "@intake/domain"
-import { MemoryDatabase, MemorySubmissionPortsLive, MemoryUnitOfWork, PlatformLive } from "@intake/memory"
+import {
+  MemoryDatabase,
+  MemorySubmissionPortsLive,
+  MemoryUnitOfWork,
+  MemoryWorkspaceRepository,
+  PlatformLive
+} from "@intake/memory"
 import { newIntakeBot, workspaceRecord } from "@intake/testing"
-import { Effect, Layer, Option } from "effect"
-
-// A stand-in until MemoryWorkspaceRepository (another slice) is merged; then use that one.
-export const WorkspacesStandIn = Layer.effect(
-  WorkspaceRepository,
-  Effect.map(MemoryDatabase, (db) => ({
-    insert: (workspace) => db.run((t, w) => w.set(t.workspaces, workspace.id, workspace)),
-    update: (workspace) => db.run((t, w) => w.set(t.workspaces, workspace.id, workspace)),
-    findById: (id) => db.run((t) => Option.fromNullable(t.workspaces.get(id)))
-  }))
-)
+import { Effect, Layer } from "effect"
 
 /** Ports (and the database, to inspect what was written) without the use cases. */
 export const memoryPorts = () =>
-  Layer.mergeAll(MemorySubmissionPortsLive, WorkspacesStandIn, MemoryUnitOfWork, BuiltInSummarizerLive).pipe(
-    Layer.provideMerge(PlatformLive),
-    Layer.provideMerge(MemoryDatabase.Default)
-  )
+  Layer.mergeAll(
+    MemorySubmissionPortsLive,
+    MemoryWorkspaceRepository,
+    MemoryUnitOfWork,
+    BuiltInSummarizerLive
+  ).pipe(Layer.provideMerge(PlatformLive), Layer.provideMerge(MemoryDatabase.Default))
 
 export const submissionsArea = () =>
   Layer.mergeAll(IntakeBotsLive, SubmissionsLive).pipe(Layer.provideMerge(memoryPorts()))

@@ -1,0 +1,221 @@
+/**
+ * Access: who is calling (authenticate), how fast they may call (rate limits, failing
+ * open) and what they may do (scopes).
+ *
+ * Keys are cached in-process by hash for at most 60 s, so a warm request costs no key
+ * lookup. Cached entries are checked again on every request (revocation, expiry at
+ * `now`, archive, plan), and dropped at once when Provisioning publishes a change through
+ * AccessInvalidation; other instances drop theirs when the message reaches them, at the
+ * latest when the TTL runs out (decisions.md section 4 allows 60 s).
+ */
+import { Clock, Duration, Effect, Either, Layer, Option } from "effect"
+import { AuthenticationRequired, FeatureNotAvailable, WorkspaceArchived } from "../errors.js"
+import type { ApiKey, EpochMillis, Workspace } from "../models.js"
+import * as ApiKeyFormat from "../policies/api-key.js"
+import {
+  ANONYMOUS_REQUESTS_PER_MINUTE,
+  hasApiAccess,
+  RATE_LIMIT_WINDOW_MS,
+  requestsPerMinute
+} from "../policies/plans.js"
+import { checkScope } from "../policies/scopes.js"
+import {
+  AccessInvalidation,
+  type AccessInvalidationEvent,
+  ApiKeyRepository,
+  Crypto,
+  type RateLimitDecision,
+  RateLimiter,
+  WorkspaceRepository
+} from "../ports.js"
+import { Access, type Principal } from "./services.js"
+
+export interface AccessSettings {
+  /** How long a looked-up key is trusted without asking the repository again (capped at 60 s). */
+  readonly keyCacheTtlMs: number
+  /** Entries beyond this evict the oldest, so garbage traffic cannot grow the cache. */
+  readonly keyCacheMaxEntries: number
+  /** last_used_at is written at most once per this interval per key. */
+  readonly lastUsedIntervalMs: number
+  /** A limiter that has not answered by then is treated as down: the request goes through. */
+  readonly limiterTimeoutMs: number
+  /** After a limiter failure, requests go through without asking it for this long. */
+  readonly limiterCooldownMs: number
+}
+
+export const defaultAccessSettings: AccessSettings = {
+  keyCacheTtlMs: 60_000,
+  keyCacheMaxEntries: 10_000,
+  lastUsedIntervalMs: 60_000,
+  limiterTimeoutMs: 3_000,
+  limiterCooldownMs: 5_000
+}
+
+/** The longest a revocation made elsewhere may go unnoticed (decisions.md section 4). */
+const MAX_KEY_CACHE_TTL_MS = 60_000
+
+interface CacheEntry {
+  readonly apiKey: ApiKey
+  readonly workspace: Workspace
+  readonly cachedAt: EpochMillis
+  /** What this instance knows of last_used_at, to skip the write within the interval. */
+  lastUsedAt: EpochMillis | null
+}
+
+const rejectionMessages: Record<ApiKeyFormat.KeyRejection | "unknown" | "revoked" | "expired", string> = {
+  missing: "An API key is required: send Authorization: Bearer <key>.",
+  not_bearer: "The Authorization header must use the Bearer scheme.",
+  test_key: "Test keys are not accepted by the live API.",
+  malformed: "The API key is not valid.",
+  bad_checksum: "The API key is not valid.",
+  unknown: "The API key is not valid.",
+  revoked: "The API key has been revoked.",
+  expired: "The API key has expired."
+}
+
+const unauthenticated = (reason: keyof typeof rejectionMessages) =>
+  new AuthenticationRequired({ message: rejectionMessages[reason] })
+
+export const makeAccessLayer = (overrides: Partial<AccessSettings> = {}) =>
+  Layer.scoped(
+    Access,
+    Effect.gen(function* () {
+      const settings = { ...defaultAccessSettings, ...overrides }
+      const cacheTtlMs = Math.min(settings.keyCacheTtlMs, MAX_KEY_CACHE_TTL_MS)
+      const keys = yield* ApiKeyRepository
+      const workspaces = yield* WorkspaceRepository
+      const limiter = yield* RateLimiter
+      const crypto = yield* Crypto
+      const invalidation = yield* AccessInvalidation
+
+      // ------------------------------------------------------------ key cache
+
+      const cache = new Map<string, CacheEntry>()
+      // Bumped by every invalidation: a lookup that started before one must not cache what it read.
+      let generation = 0
+
+      const invalidate = (event: AccessInvalidationEvent) =>
+        Effect.sync(() => {
+          generation++
+          if (event._tag === "ApiKeyChanged") cache.delete(event.keyHash)
+          else
+            for (const [hash, entry] of cache)
+              if (entry.workspace.id === event.workspaceId) cache.delete(hash)
+        })
+      yield* invalidation.subscribe(invalidate)
+
+      const remember = (hash: string, entry: CacheEntry, startedIn: number) => {
+        if (startedIn !== generation) return
+        cache.delete(hash)
+        cache.set(hash, entry)
+        if (cache.size > settings.keyCacheMaxEntries) {
+          const oldest = cache.keys().next()
+          if (!oldest.done) cache.delete(oldest.value)
+        }
+      }
+
+      const load = (hash: string, now: EpochMillis) =>
+        Effect.gen(function* () {
+          const startedIn = generation
+          const apiKey = yield* keys.findByHash(hash)
+          if (Option.isNone(apiKey)) return yield* unauthenticated("unknown")
+          const workspace = yield* workspaces.findById(apiKey.value.workspaceId)
+          if (Option.isNone(workspace)) return yield* unauthenticated("unknown")
+          const entry: CacheEntry = {
+            apiKey: apiKey.value,
+            workspace: workspace.value,
+            cachedAt: now,
+            lastUsedAt: apiKey.value.lastUsedAt
+          }
+          remember(hash, entry, startedIn)
+          return entry
+        })
+
+      const lookup = (hash: string, now: EpochMillis) => {
+        const cached = cache.get(hash)
+        return cached !== undefined && now < cached.cachedAt + cacheTtlMs
+          ? Effect.succeed(cached)
+          : load(hash, now)
+      }
+
+      const recordUse = (entry: CacheEntry, now: EpochMillis) => {
+        if (entry.lastUsedAt !== null && now - entry.lastUsedAt < settings.lastUsedIntervalMs)
+          return Effect.void
+        entry.lastUsedAt = now
+        // Bookkeeping only: a store hiccup here must not refuse an authenticated request.
+        return keys
+          .touchLastUsed(entry.apiKey.id, now, settings.lastUsedIntervalMs)
+          .pipe(Effect.catchAllCause((cause) => Effect.logWarning("could not record last_used_at", cause)))
+      }
+
+      const authenticate = (authorization: string | undefined) =>
+        Effect.gen(function* () {
+          const parsed = ApiKeyFormat.parseBearer(authorization)
+          if (Either.isLeft(parsed)) return yield* unauthenticated(parsed.left)
+          const now = yield* Clock.currentTimeMillis
+          const entry = yield* lookup(crypto.sha256Hex(parsed.right), now)
+          const { apiKey, workspace } = entry
+          if (apiKey.revokedAt !== null) return yield* unauthenticated("revoked")
+          if (apiKey.expiresAt !== null && now >= apiKey.expiresAt) return yield* unauthenticated("expired")
+          if (workspace.status === "archived") {
+            return yield* new WorkspaceArchived({ message: "This workspace is archived." })
+          }
+          if (!hasApiAccess(workspace.plan)) {
+            return yield* new FeatureNotAvailable({
+              message: "API access is not included in this workspace's plan.",
+              feature: "api_access"
+            })
+          }
+          yield* recordUse(entry, now)
+          return { apiKey, workspace } satisfies Principal
+        })
+
+      // ------------------------------------------------------------ rate limits
+
+      // Until this instant the limiter is considered down and is not asked.
+      let openUntil = 0
+
+      const openDecision = (limit: number, now: EpochMillis): RateLimitDecision => ({
+        allowed: true,
+        limit,
+        remaining: Math.max(0, limit - 1),
+        resetAt: now + RATE_LIMIT_WINDOW_MS,
+        retryAfterSeconds: 0
+      })
+
+      /** Asks the limiter; when it fails or is slow, lets the request through (fail open). */
+      const limitBucket = (bucket: string, limit: number) =>
+        Effect.gen(function* () {
+          const now = yield* Clock.currentTimeMillis
+          if (now < openUntil) return openDecision(limit, now)
+          return yield* limiter.hit(bucket, limit, RATE_LIMIT_WINDOW_MS).pipe(
+            Effect.timeoutFail({
+              duration: Duration.millis(settings.limiterTimeoutMs),
+              onTimeout: () => "limiter timed out" as const
+            }),
+            Effect.catchAllCause((cause) =>
+              Effect.gen(function* () {
+                const failedAt = yield* Clock.currentTimeMillis
+                openUntil = failedAt + settings.limiterCooldownMs
+                yield* Effect.logWarning("rate limiter unavailable: failing open", cause)
+                return openDecision(limit, failedAt)
+              })
+            )
+          )
+        })
+
+      return {
+        authenticate,
+        limitKey: (principal) =>
+          limitBucket(`key:${principal.apiKey.id}`, requestsPerMinute(principal.workspace)),
+        limitAnonymous: (clientIp) => limitBucket(`ip:${clientIp}`, ANONYMOUS_REQUESTS_PER_MINUTE),
+        requireScope: (principal, scope) =>
+          Either.match(checkScope(principal.apiKey.scopes, scope), {
+            onLeft: (error) => Effect.fail(error),
+            onRight: () => Effect.void
+          })
+      }
+    })
+  )
+
+export const AccessLive = makeAccessLayer()

@@ -1,0 +1,44 @@
+/**
+ * The in-process sliding-window log. Not transactional data, so it keeps a Map of its own
+ * rather than going through MemoryDatabase. Memory stays bounded: each hit drops what left
+ * its bucket's window, an emptied bucket is deleted, and once per sweep interval buckets
+ * nobody asked about since their window passed are deleted too.
+ */
+import { type EpochMillis, RateLimiter, slideWindow } from "@intake/domain"
+import { Clock, Effect, Layer } from "effect"
+
+interface Bucket {
+  admitted: ReadonlyArray<EpochMillis>
+  windowMs: number
+}
+
+const SWEEP_INTERVAL_MS = 60_000
+
+/** The limiter and how many buckets it holds (for tests of its memory bound). */
+export const makeMemoryRateLimiter = () => {
+  const buckets = new Map<string, Bucket>()
+  let lastSweep = 0
+
+  const sweep = (now: EpochMillis) => {
+    if (now - lastSweep < SWEEP_INTERVAL_MS) return
+    lastSweep = now
+    for (const [name, bucket] of buckets) {
+      const newest = bucket.admitted[bucket.admitted.length - 1]
+      if (newest === undefined || newest <= now - bucket.windowMs) buckets.delete(name)
+    }
+  }
+
+  const limiter: RateLimiter["Type"] = {
+    hit: (bucket, limit, windowMs) =>
+      Effect.map(Clock.currentTimeMillis, (now) => {
+        sweep(now)
+        const outcome = slideWindow(buckets.get(bucket)?.admitted ?? [], now, limit, windowMs)
+        if (outcome.admitted.length === 0) buckets.delete(bucket)
+        else buckets.set(bucket, { admitted: outcome.admitted, windowMs })
+        return outcome.decision
+      })
+  }
+  return { limiter, bucketCount: () => buckets.size }
+}
+
+export const MemoryRateLimiter = Layer.sync(RateLimiter, () => makeMemoryRateLimiter().limiter)

@@ -1,0 +1,174 @@
+import { expect, layer } from "@effect/vitest"
+import { RateLimiter } from "@intake/domain"
+import { Clock, Effect, type Layer, TestClock } from "effect"
+import { uniqueId } from "./unique.js"
+
+export interface RateLimiterContractOptions {
+  /**
+   * Moves the limiter's clock forward by at least `millis`. Default: TestClock.adjust, for
+   * limiters that read the fiber's Clock (memory). A limiter whose clock is its store's
+   * (Redis) passes a real sleep: `(ms) => TestServices.provideLive(Effect.sleep(ms))`.
+   */
+  readonly advance?: (millis: number) => Effect.Effect<void>
+  /** The time as the limiter sees it, give or take `clockSkewMs`. Default: Clock.currentTimeMillis. */
+  readonly now?: Effect.Effect<number>
+  /** How far the limiter's clock may be from `now` (a store's clock; real-time sleeps). Default 0. */
+  readonly clockSkewMs?: number
+  /** The window of the sliding cases. Default 60 s; real-time runs use a short one (e.g. 2 s). */
+  readonly windowMs?: number
+}
+
+export const rateLimiterContract = (
+  name: string,
+  limiterLayer: Layer.Layer<RateLimiter>,
+  options: RateLimiterContractOptions = {}
+) => {
+  const advance = options.advance ?? ((millis: number) => TestClock.adjust(millis))
+  const now = options.now ?? Clock.currentTimeMillis
+  const skew = options.clockSkewMs ?? 0
+  const window = options.windowMs ?? 60_000
+  const step = window / 10
+
+  /** Hits `bucket` and notes the time around the call, to bound what the limiter saw as now. */
+  const timedHit = (bucket: string, limit: number) =>
+    Effect.gen(function* () {
+      const limiter = yield* RateLimiter
+      const before = yield* now
+      const decision = yield* limiter.hit(bucket, limit, window)
+      const after = yield* now
+      return { decision, before: before - skew, after: after + skew }
+    })
+
+  const hits = (bucket: string, limit: number, count: number) =>
+    Effect.gen(function* () {
+      const limiter = yield* RateLimiter
+      return yield* Effect.forEach(Array.from({ length: count }), () => limiter.hit(bucket, limit, window))
+    })
+
+  layer(limiterLayer)(`RateLimiter contract: ${name}`, (it) => {
+    it.effect("admits `limit` requests in a window, counting down remaining, and refuses the next", () =>
+      Effect.gen(function* () {
+        const bucket = uniqueId("bucket")
+        const decisions = yield* hits(bucket, 5, 6)
+        expect(decisions.map((d) => [d.allowed, d.limit, d.remaining])).toEqual([
+          [true, 5, 4],
+          [true, 5, 3],
+          [true, 5, 2],
+          [true, 5, 1],
+          [true, 5, 0],
+          [false, 5, 0]
+        ])
+        expect(decisions.slice(0, 5).every((d) => d.retryAfterSeconds === 0)).toBe(true)
+        expect(decisions[5]!.retryAfterSeconds).toBeGreaterThanOrEqual(1)
+      })
+    )
+
+    it.effect(
+      "reset is when the oldest admitted request leaves the window; retry-after is that wait in whole seconds",
+      () =>
+        Effect.gen(function* () {
+          const bucket = uniqueId("bucket")
+          const first = yield* timedHit(bucket, 2)
+          expect(first.decision.resetAt).toBeGreaterThanOrEqual(first.before + window)
+          expect(first.decision.resetAt).toBeLessThanOrEqual(first.after + window)
+
+          yield* advance(step)
+          const second = yield* timedHit(bucket, 2)
+          // Still the first request that leaves first.
+          expect(second.decision.resetAt).toBe(first.decision.resetAt)
+
+          const refused = yield* timedHit(bucket, 2)
+          expect(refused.decision.allowed).toBe(false)
+          expect(refused.decision.resetAt).toBe(first.decision.resetAt)
+          const wait = (at: number) => Math.max(1, Math.ceil((refused.decision.resetAt - at) / 1000))
+          expect(refused.decision.retryAfterSeconds).toBeGreaterThanOrEqual(wait(refused.after))
+          expect(refused.decision.retryAfterSeconds).toBeLessThanOrEqual(wait(refused.before))
+        })
+    )
+
+    it.effect("after the window slides past the oldest request, one more is admitted, and no more", () =>
+      Effect.gen(function* () {
+        const bucket = uniqueId("bucket")
+        yield* hits(bucket, 3, 1)
+        yield* advance(step)
+        yield* hits(bucket, 3, 2)
+        expect((yield* hits(bucket, 3, 1))[0]!.allowed).toBe(false)
+
+        // Just before the first request leaves: still full.
+        yield* advance(window - 2 * step)
+        expect((yield* hits(bucket, 3, 1))[0]!.allowed).toBe(false)
+
+        // The first request has left; the two later ones have not.
+        yield* advance(step)
+        expect((yield* hits(bucket, 3, 2)).map((d) => [d.allowed, d.remaining])).toEqual([
+          [true, 0],
+          [false, 0]
+        ])
+
+        // Now the two later ones have left too.
+        yield* advance(step)
+        expect((yield* hits(bucket, 3, 3)).map((d) => d.allowed)).toEqual([true, true, false])
+      })
+    )
+
+    it.effect("refused requests are not counted", () =>
+      Effect.gen(function* () {
+        const bucket = uniqueId("bucket")
+        yield* hits(bucket, 2, 2)
+        yield* advance(step)
+        expect((yield* hits(bucket, 2, 3)).every((d) => !d.allowed)).toBe(true)
+        // The two admitted requests left; the refused ones never counted.
+        yield* advance(window - step)
+        expect((yield* hits(bucket, 2, 3)).map((d) => [d.allowed, d.remaining])).toEqual([
+          [true, 1],
+          [true, 0],
+          [false, 0]
+        ])
+      })
+    )
+
+    it.effect("no span of the window admits more than the limit, request after request", () =>
+      Effect.gen(function* () {
+        const bucket = uniqueId("bucket")
+        const admittedSteps: Array<number> = []
+        for (let i = 0; i < 25; i++) {
+          if ((yield* hits(bucket, 3, 1))[0]!.allowed) admittedSteps.push(i)
+          yield* advance(step)
+        }
+        expect(admittedSteps).toEqual([0, 1, 2, 10, 11, 12, 20, 21, 22])
+      })
+    )
+
+    it.effect("concurrent requests never exceed the limit", () =>
+      Effect.gen(function* () {
+        const limiter = yield* RateLimiter
+        const bucket = uniqueId("bucket")
+        const decisions = yield* Effect.all(
+          Array.from({ length: 20 }, () => limiter.hit(bucket, 5, window)),
+          { concurrency: "unbounded" }
+        )
+        expect(decisions.filter((d) => d.allowed)).toHaveLength(5)
+        expect(decisions.map((d) => d.remaining).sort()).toEqual([0, 1, 2, 3, 4, ...Array(15).fill(0)].sort())
+      })
+    )
+
+    it.effect("buckets are independent", () =>
+      Effect.gen(function* () {
+        const full = uniqueId("bucket")
+        const other = uniqueId("bucket")
+        yield* hits(full, 2, 3)
+        expect((yield* hits(other, 2, 1)).map((d) => [d.allowed, d.remaining])).toEqual([[true, 1]])
+        expect((yield* hits(full, 2, 1))[0]!.allowed).toBe(false)
+      })
+    )
+
+    it.effect("an empty bucket resets at the time of its first request plus the window", () =>
+      Effect.gen(function* () {
+        const { decision, before, after } = yield* timedHit(uniqueId("bucket"), 10)
+        expect(decision).toMatchObject({ allowed: true, limit: 10, remaining: 9, retryAfterSeconds: 0 })
+        expect(decision.resetAt - window).toBeGreaterThanOrEqual(before)
+        expect(decision.resetAt - window).toBeLessThanOrEqual(after)
+      })
+    )
+  })
+}

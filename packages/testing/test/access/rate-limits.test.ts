@@ -1,0 +1,176 @@
+import { describe, expect, it } from "@effect/vitest"
+import { Access, type Principal, Provisioning } from "@intake/domain"
+import { Effect, Fiber, Option, TestClock } from "effect"
+import {
+  accessTestLayer,
+  authenticate,
+  ControlledRateLimiter,
+  LimiterControl,
+  provisionApiKey
+} from "../../src/fixtures-access.js"
+
+const principalOf = (options: Parameters<typeof provisionApiKey>[0] = {}) =>
+  Effect.flatMap(provisionApiKey(options), ({ authorization }) => authenticate(authorization))
+
+const limitKeyTimes = (principal: Principal, times: number) =>
+  Effect.flatMap(Access, (access) =>
+    Effect.forEach(Array.from({ length: times }), () => access.limitKey(principal))
+  )
+
+describe("Access.limitKey", () => {
+  it.effect("a pro key gets 100 requests per minute; the 101st is refused until the oldest leaves", () =>
+    Effect.gen(function* () {
+      const principal = yield* principalOf({ plan: "pro" })
+      const first = yield* limitKeyTimes(principal, 1)
+      yield* TestClock.adjust(30_000)
+      const rest = yield* limitKeyTimes(principal, 99)
+      expect([...first, ...rest].every((d) => d.allowed && d.limit === 100)).toBe(true)
+      expect(rest[98]!.remaining).toBe(0)
+
+      const refused = (yield* limitKeyTimes(principal, 1))[0]!
+      expect(refused).toEqual({
+        allowed: false,
+        limit: 100,
+        remaining: 0,
+        resetAt: 60_000,
+        retryAfterSeconds: 30
+      })
+
+      yield* TestClock.adjust(30_000)
+      expect((yield* limitKeyTimes(principal, 2)).map((d) => d.allowed)).toEqual([true, false])
+    }).pipe(Effect.provide(accessTestLayer()))
+  )
+
+  it.effect("a business key gets 500; the workspace override replaces the plan's, at once", () =>
+    Effect.gen(function* () {
+      const provisioning = yield* Provisioning
+      const { authorization, workspace } = yield* provisionApiKey({ plan: "business" })
+      const business = yield* authenticate(authorization)
+      expect((yield* limitKeyTimes(business, 1))[0]!.limit).toBe(500)
+
+      yield* provisioning.updateWorkspace(workspace.id, { rateLimitPerMinute: 3 })
+      const overridden = yield* authenticate(authorization)
+      // One request is already in the window.
+      expect((yield* limitKeyTimes(overridden, 3)).map((d) => [d.allowed, d.limit])).toEqual([
+        [true, 3],
+        [true, 3],
+        [false, 3]
+      ])
+
+      yield* provisioning.updateWorkspace(workspace.id, { rateLimitPerMinute: null })
+      const back = yield* authenticate(authorization)
+      expect((yield* limitKeyTimes(back, 1))[0]).toMatchObject({ allowed: true, limit: 500, remaining: 496 })
+    }).pipe(Effect.provide(accessTestLayer()))
+  )
+
+  it.effect("each key has its own window", () =>
+    Effect.gen(function* () {
+      const crowded = yield* principalOf({ workspace: { name: "A" } })
+      const quiet = yield* principalOf({ workspace: { name: "B" } })
+      yield* limitKeyTimes(crowded, 100)
+      expect((yield* limitKeyTimes(crowded, 1))[0]!.allowed).toBe(false)
+      expect((yield* limitKeyTimes(quiet, 1))[0]).toMatchObject({ allowed: true, remaining: 99 })
+    }).pipe(Effect.provide(accessTestLayer()))
+  )
+})
+
+describe("Access.limitAnonymous", () => {
+  it.effect("100 requests per client IP per minute; other IPs are not affected", () =>
+    Effect.gen(function* () {
+      const access = yield* Access
+      const decisions = yield* Effect.forEach(Array.from({ length: 101 }), () =>
+        access.limitAnonymous("203.0.113.7")
+      )
+      expect(decisions.filter((d) => d.allowed)).toHaveLength(100)
+      expect(decisions[100]).toMatchObject({ allowed: false, limit: 100, retryAfterSeconds: 60 })
+      expect(yield* access.limitAnonymous("198.51.100.1")).toMatchObject({ allowed: true, remaining: 99 })
+    }).pipe(Effect.provide(accessTestLayer()))
+  )
+})
+
+describe("rate limits fail open", () => {
+  it.effect(
+    "a failing limiter lets the request through, is left alone for the cool-down, then asked again",
+    () =>
+      Effect.gen(function* () {
+        const control = yield* LimiterControl
+        const access = yield* Access
+        const principal = yield* principalOf()
+        yield* control.setMode("fail")
+
+        const during = yield* access.limitKey(principal)
+        expect(during).toMatchObject({ allowed: true, limit: 100, retryAfterSeconds: 0 })
+        expect(yield* control.calls).toBe(1)
+
+        // Within the cool-down the limiter is not asked, even though it works again.
+        yield* control.setMode("answer")
+        yield* TestClock.adjust(4_999)
+        expect((yield* access.limitKey(principal)).allowed).toBe(true)
+        expect((yield* access.limitAnonymous("203.0.113.7")).allowed).toBe(true)
+        expect(yield* control.calls).toBe(1)
+
+        // Afterwards it is asked and answers for real.
+        yield* TestClock.adjust(1)
+        expect(yield* access.limitKey(principal)).toMatchObject({ allowed: true, remaining: 99 })
+        expect(yield* control.calls).toBe(2)
+      }).pipe(Effect.provide(accessTestLayer({ rateLimiter: ControlledRateLimiter })))
+  )
+
+  it.effect(
+    "a limiter that does not answer within 3 s lets the request through, and is not waited on again",
+    () =>
+      Effect.gen(function* () {
+        const control = yield* LimiterControl
+        const access = yield* Access
+        const principal = yield* principalOf()
+        yield* control.setMode("hang")
+
+        const waiting = yield* Effect.fork(access.limitKey(principal))
+        yield* TestClock.adjust(2_999)
+        expect(Option.isNone(yield* Fiber.poll(waiting))).toBe(true)
+        yield* TestClock.adjust(1)
+        expect(yield* Fiber.join(waiting)).toMatchObject({ allowed: true, limit: 100 })
+
+        // The cool-down answers at once, without asking the hanging limiter.
+        expect((yield* access.limitKey(principal)).allowed).toBe(true)
+        expect(yield* control.calls).toBe(1)
+
+        // Still hanging after the cool-down: another 3 s wait, then open again.
+        yield* TestClock.adjust(5_000)
+        const again = yield* Effect.fork(access.limitKey(principal))
+        yield* TestClock.adjust(3_000)
+        expect((yield* Fiber.join(again)).allowed).toBe(true)
+        expect(yield* control.calls).toBe(2)
+
+        // Recovered: the limiter answers and counts again.
+        yield* control.setMode("answer")
+        yield* TestClock.adjust(5_000)
+        expect(yield* access.limitKey(principal)).toMatchObject({ allowed: true, remaining: 99 })
+      }).pipe(Effect.provide(accessTestLayer({ rateLimiter: ControlledRateLimiter })))
+  )
+
+  it.effect("timeout and cool-down are settings", () =>
+    Effect.gen(function* () {
+      const control = yield* LimiterControl
+      const access = yield* Access
+      yield* control.setMode("hang")
+      const waiting = yield* Effect.fork(access.limitAnonymous("203.0.113.7"))
+      yield* TestClock.adjust(200)
+      expect((yield* Fiber.join(waiting)).allowed).toBe(true)
+      yield* control.setMode("answer")
+      yield* TestClock.adjust(999)
+      yield* access.limitAnonymous("203.0.113.7")
+      expect(yield* control.calls).toBe(1)
+      yield* TestClock.adjust(1)
+      yield* access.limitAnonymous("203.0.113.7")
+      expect(yield* control.calls).toBe(2)
+    }).pipe(
+      Effect.provide(
+        accessTestLayer({
+          rateLimiter: ControlledRateLimiter,
+          settings: { limiterTimeoutMs: 200, limiterCooldownMs: 1_000 }
+        })
+      )
+    )
+  )
+})
