@@ -96,8 +96,7 @@ const v1 = (request: HttpServerRequest.HttpServerRequest, url: URL) =>
 const admin = (request: HttpServerRequest.HttpServerRequest, url: URL, token: Redacted.Redacted) =>
   Effect.gen(function* () {
     const crypto = yield* Crypto
-    const header = request.headers.authorization ?? ""
-    const given = header.startsWith("Bearer ") ? header.slice("Bearer ".length) : ""
+    const given = /^bearer +(.+)$/i.exec(request.headers.authorization ?? "")?.[1] ?? ""
     if (!crypto.constantTimeEqual(given, Redacted.value(token))) {
       return errorResponse(new AuthenticationRequired({ message: "A valid operator token is required." }))
     }

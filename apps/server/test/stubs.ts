@@ -67,25 +67,7 @@ export const StubServices = Layer.mergeAll(
     get: () =>
       Effect.die(new Error('relation "intake_bots" does not exist: SELECT * FROM intake_bots WHERE id = $1'))
   }),
-  Layer.succeed(Submissions, {
-    ...(unstubbed("Submissions") as Submissions["Type"]),
-    // Accepts anything: the body-limit tests only care that the body reached the use case.
-    create: (workspaceId, intakeBotId, input) =>
-      Effect.succeed({
-        id: "sub_stub",
-        workspaceId,
-        intakeBotId,
-        data: {},
-        status: input.status ?? "COMPLETED",
-        aiSummary: "",
-        isTest: false,
-        fileCount: 0,
-        schemaVersion: 1,
-        createdAt: 0,
-        updatedAt: 0,
-        messages: []
-      })
-  }),
+  Layer.succeed(Submissions, unstubbed("Submissions") as Submissions["Type"]),
   Layer.succeed(Webhooks, unstubbed("Webhooks") as Webhooks["Type"]),
   Layer.succeed(Provisioning, unstubbed("Provisioning") as Provisioning["Type"]),
   Layer.succeed(Idempotency, unstubbed("Idempotency") as Idempotency["Type"]),
