@@ -13,7 +13,7 @@ import {
   type Principal,
   type RateLimitDecision
 } from "@intake/domain"
-import { Cause, Clock, Effect, Option, Redacted } from "effect"
+import { Clock, Effect, Option, Redacted } from "effect"
 import { adminRoutes } from "./handlers-admin.js"
 import { v1Routes } from "./handlers-v1.js"
 import {
@@ -73,18 +73,17 @@ const clientIp = (request: HttpServerRequest.HttpServerRequest) =>
 const v1 = (request: HttpServerRequest.HttpServerRequest, url: URL) =>
   Effect.gen(function* () {
     const access = yield* Access
-    const authenticated = yield* Effect.either(access.authenticate(request.headers.authorization))
+    // exit, not either: even a defect while authenticating answers with rate-limit headers.
+    const authenticated = yield* Effect.exit(access.authenticate(request.headers.authorization))
     let decision: RateLimitDecision
     let response: HttpServerResponse.HttpServerResponse
-    if (authenticated._tag === "Left") {
+    if (authenticated._tag === "Failure") {
       decision = yield* access.limitAnonymous(clientIp(request))
-      response = decision.allowed
-        ? yield* causeToResponse(Cause.fail(authenticated.left))
-        : rateLimited(decision)
+      response = decision.allowed ? yield* causeToResponse(authenticated.cause) : rateLimited(decision)
     } else {
-      decision = yield* access.limitKey(authenticated.right)
+      decision = yield* access.limitKey(authenticated.value)
       response = decision.allowed
-        ? yield* dispatch(v1Routes, url, request.method, authenticated.right).pipe(
+        ? yield* dispatch(v1Routes, url, request.method, authenticated.value).pipe(
             Effect.catchAllCause(causeToResponse)
           )
         : rateLimited(decision)

@@ -18,4 +18,18 @@ layer(testServer(StubServices), { excludeTestServices: true })("a defect inside 
       expect(answer.headers.get("x-ratelimit-limit")).toBe("100")
     })
   )
+
+  it.effect("a defect while authenticating answers the same sanitized 500, rate-limit headers included", () =>
+    Effect.gen(function* () {
+      const baseUrl = yield* BaseUrl
+      const answer = yield* call(baseUrl, "GET", "/v1/intake-bots", { key: "boom" })
+      expect(answer.status).toBe(500)
+      expect(answer.body).toEqual({
+        success: false,
+        error: { code: "internal_error", message: "An unexpected error occurred." }
+      })
+      expect(answer.headers.get("x-ratelimit-remaining")).toBe("99")
+      expect(answer.headers.get("x-request-id")).toMatch(/^req_/)
+    })
+  )
 })

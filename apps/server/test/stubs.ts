@@ -57,7 +57,9 @@ export const StubServices = Layer.mergeAll(
     authenticate: (header) =>
       header === `Bearer ${STUB_KEY}`
         ? Effect.succeed(principal)
-        : Effect.fail(new AuthenticationRequired({ message: "A valid API key is required." })),
+        : header === "Bearer boom"
+          ? Effect.die(new Error("connect ECONNREFUSED 10.0.0.5:5432 (pg driver)"))
+          : Effect.fail(new AuthenticationRequired({ message: "A valid API key is required." })),
     limitKey: () => allowed,
     limitAnonymous: () => allowed,
     requireScope: () => Effect.void
