@@ -16,6 +16,7 @@ import {
 import { Clock, Effect, Option, Redacted } from "effect"
 import { adminRoutes } from "./handlers-admin.js"
 import { v1Routes } from "./handlers-v1.js"
+import { Readiness } from "./readiness.js"
 import {
   causeToResponse,
   errorResponse,
@@ -32,6 +33,31 @@ export interface AppOptions {
 }
 
 const ok = () => json({ success: true, data: { status: "ok" } }, 200)
+
+/** 200 when every configured backing service answers, else 503 naming those that do not. */
+const ready = Effect.gen(function* () {
+  const readiness = yield* Effect.serviceOption(Readiness)
+  if (Option.isNone(readiness)) return ok()
+  const answers = yield* readiness.value.check
+  const checks = Object.fromEntries(
+    Object.entries(answers).map(([name, up]) => [name, up ? "ok" : "unavailable"])
+  )
+  const down = Object.keys(answers).filter((name) => !answers[name])
+  if (Object.keys(answers).length === 0) return ok()
+  return down.length === 0
+    ? json({ success: true, data: { status: "ok", checks } }, 200)
+    : json(
+        {
+          success: false,
+          error: {
+            code: "not_ready",
+            message: `Not ready: ${down.join(", ")} not answering.`,
+            details: { checks }
+          }
+        },
+        503
+      )
+})
 
 let openApiDocument: unknown
 const openApi = () => {
@@ -114,7 +140,8 @@ export const makeApp = (options: AppOptions) =>
           ? yield* admin(request, url, options.adminToken.value)
           : routeNotFound()
       }
-      if (request.method === "GET" && (path === "/healthz" || path === "/readyz")) return ok()
+      if (request.method === "GET" && path === "/healthz") return ok()
+      if (request.method === "GET" && path === "/readyz") return yield* ready
       if (request.method === "GET" && path === "/openapi.json") return openApi()
       if (request.method === "GET" && path === "/docs") return HttpServerResponse.html(DOCS_HTML)
       return routeNotFound()

@@ -9,10 +9,14 @@ export interface ServerConfig {
   readonly databaseUrl: Option.Option<Redacted.Redacted>
   readonly dataDir: string
   readonly redisUrl: Option.Option<Redacted.Redacted>
+  /** REDIS_KEY_PREFIX: before every Redis key and channel, so deployments can share one Redis. */
+  readonly redisKeyPrefix: string
   readonly adminToken: Option.Option<Redacted.Redacted>
   readonly webhookAllowPrivateNetworks: boolean
   readonly webhookRetrySchedule: ReadonlyArray<Duration.Duration>
   readonly webhookDisableAfter: Duration.Duration
+  /** INTAKE_KEY_CACHE_TTL: how long an instance trusts a cached key (the domain caps it at 60 s). */
+  readonly keyCacheTtl: Duration.Duration
 }
 
 const UNITS: Record<string, number> = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 }
@@ -52,12 +56,14 @@ export const serverConfig: Config.Config<ServerConfig> = Config.all({
   databaseUrl: optionalSecret("DATABASE_URL"),
   dataDir: Config.string("INTAKE_DATA_DIR").pipe(Config.withDefault(".data")),
   redisUrl: optionalSecret("REDIS_URL"),
+  redisKeyPrefix: Config.string("REDIS_KEY_PREFIX").pipe(Config.withDefault("intake:")),
   adminToken: optionalSecret("INTAKE_ADMIN_TOKEN"),
   webhookAllowPrivateNetworks: Config.boolean("WEBHOOK_ALLOW_PRIVATE_NETWORKS").pipe(
     Config.withDefault(false)
   ),
   webhookRetrySchedule: schedule,
-  webhookDisableAfter: duration("WEBHOOK_DISABLE_AFTER", "5d")
+  webhookDisableAfter: duration("WEBHOOK_DISABLE_AFTER", "5d"),
+  keyCacheTtl: duration("INTAKE_KEY_CACHE_TTL", "60s")
 })
 
 /** One line naming the variable and what is wrong with it. */

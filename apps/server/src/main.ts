@@ -4,7 +4,7 @@
  */
 import { HttpServer } from "@effect/platform"
 import { NodeRuntime } from "@effect/platform-node"
-import { Console, Effect, Layer, Option } from "effect"
+import { Console, Duration, Effect, Layer, Option } from "effect"
 import { describeConfigError, serverConfig } from "./config.js"
 import { demoBanner, seedDemo } from "./demo.js"
 import { embeddedRuntime } from "./runtime.js"
@@ -21,21 +21,20 @@ const program = Effect.gen(function* () {
       )
     )
   }
-  if (Option.isSome(config.redisUrl)) {
-    return yield* Effect.fail(
-      new StartupError(
-        "REDIS_URL is set but the Redis adapter is not part of this build; unset it to use the in-process rate limiter."
-      )
-    )
-  }
-  const services = embeddedRuntime({ webhookAllowPrivateNetworks: config.webhookAllowPrivateNetworks })
+  const services = embeddedRuntime({
+    webhookAllowPrivateNetworks: config.webhookAllowPrivateNetworks,
+    redisUrl: config.redisUrl,
+    redisKeyPrefix: config.redisKeyPrefix,
+    access: { keyCacheTtlMs: Duration.toMillis(config.keyCacheTtl) }
+  })
   const server = serverLayer({ port: config.port, adminToken: config.adminToken }).pipe(
     Layer.provideMerge(services)
   )
   return yield* Effect.gen(function* () {
     const port = serverPort(yield* HttpServer.HttpServer)
     const baseUrl = `http://localhost:${port}`
-    yield* Effect.logInfo(`Intake listening on ${baseUrl}/v1 (embedded in-memory store)`)
+    const limits = Option.isSome(config.redisUrl) ? "rate limits on Redis" : "in-process rate limits"
+    yield* Effect.logInfo(`Intake listening on ${baseUrl}/v1 (embedded in-memory store, ${limits})`)
     const demo = yield* seedDemo
     // The one place a full key is printed: straight to stdout, not through the logger.
     yield* Console.log(demoBanner(demo, baseUrl))

@@ -1,0 +1,110 @@
+/**
+ * Server processes for tests that need more than one instance: `tsx src/main.ts` the way
+ * `pnpm start` runs it, on a free port, stopped when the test's scope closes.
+ */
+import { type ChildProcess, spawn } from "node:child_process"
+import { createServer } from "node:net"
+import { join } from "node:path"
+import { performance } from "node:perf_hooks"
+import { Effect } from "effect"
+
+const serverDir = join(import.meta.dirname, "..")
+const tsx = join(serverDir, "node_modules/.bin/tsx")
+
+export const freePort = Effect.promise(
+  () =>
+    new Promise<number>((resolve) => {
+      const probe = createServer()
+      probe.listen(0, "127.0.0.1", () => {
+        const address = probe.address()
+        probe.close(() => resolve(typeof address === "object" && address !== null ? address.port : 0))
+      })
+    })
+)
+
+/** The environment without the variables a test sets itself. */
+const environment = (extra: Record<string, string>) => {
+  const env: Record<string, string> = {}
+  const own = [
+    "DATABASE_URL",
+    "REDIS_URL",
+    "REDIS_KEY_PREFIX",
+    "INTAKE_ADMIN_TOKEN",
+    "INTAKE_KEY_CACHE_TTL",
+    "PORT"
+  ]
+  for (const [name, value] of Object.entries(process.env)) {
+    if (value !== undefined && !own.includes(name)) env[name] = value
+  }
+  return { ...env, ...extra }
+}
+
+export interface ServerProcess {
+  readonly baseUrl: string
+  readonly child: ChildProcess
+  /** Everything the process wrote so far. */
+  readonly output: () => { readonly stdout: string; readonly stderr: string }
+  /** The demo key the embedded store printed at start, if it printed one. */
+  readonly demoKey: string | undefined
+}
+
+/** Starts a server with `env` and waits until it listens; killed when the scope closes. */
+export const startServer = (env: Record<string, string>) =>
+  Effect.gen(function* () {
+    const port = yield* freePort
+    const child = yield* Effect.acquireRelease(
+      Effect.sync(() =>
+        spawn(tsx, ["src/main.ts"], { cwd: serverDir, env: environment({ ...env, PORT: String(port) }) })
+      ),
+      (child) =>
+        Effect.async<void>((resume) => {
+          if (child.exitCode !== null || child.signalCode !== null) return resume(Effect.void)
+          child.once("exit", () => resume(Effect.void))
+          child.kill("SIGTERM")
+          // A process that ignores SIGTERM is not left behind.
+          const timer = setTimeout(() => child.kill("SIGKILL"), 5_000)
+          return Effect.sync(() => clearTimeout(timer))
+        })
+    )
+    let stdout = ""
+    let stderr = ""
+    child.stdout?.on("data", (chunk: Buffer) => {
+      stdout += chunk.toString("utf8")
+    })
+    child.stderr?.on("data", (chunk: Buffer) => {
+      stderr += chunk.toString("utf8")
+    })
+    const waitFor = (pattern: RegExp, withinMs: number) =>
+      Effect.gen(function* () {
+        const started = performance.now()
+        while (!pattern.test(stdout)) {
+          if (child.exitCode !== null) return yield* Effect.dieMessage(`server exited: ${stderr}${stdout}`)
+          if (performance.now() - started > withinMs) return false
+          yield* Effect.sleep("20 millis")
+        }
+        return true
+      })
+    if (!(yield* waitFor(/Intake listening on/, 30_000))) {
+      return yield* Effect.dieMessage(`server did not start: ${stderr}${stdout}`)
+    }
+    // An empty store gets the demo workspace, printed right after the listening line.
+    yield* waitFor(/curl .*\n/, 2_000)
+    const demoKey = /API key \(shown once\): (svc_live_[A-Za-z0-9]+)/.exec(stdout)?.[1]
+    return {
+      baseUrl: `http://127.0.0.1:${port}`,
+      child,
+      output: () => ({ stdout, stderr }),
+      demoKey
+    } satisfies ServerProcess
+  })
+
+/** One request, timed on the client side. */
+export const timedGet = (baseUrl: string, path: string, key?: string) =>
+  Effect.promise(async () => {
+    const started = performance.now()
+    const response = await fetch(`${baseUrl}${path}`, {
+      headers: key === undefined ? {} : { authorization: `Bearer ${key}` }
+    })
+    const body = await response.text()
+    return { status: response.status, headers: response.headers, body, ms: performance.now() - started }
+  })

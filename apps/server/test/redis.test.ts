@@ -1,0 +1,146 @@
+/**
+ * The server with REDIS_URL: readiness reports Redis, and a server process keeps serving
+ * when Redis goes away, at no added latency, and enforces limits again when it returns.
+ */
+import { expect, it } from "@effect/vitest"
+import { closedPort, median, startRedisProxy, uniquePrefix, withRedis } from "@intake/redis/test-support"
+import { Effect, Layer, Option, Redacted } from "effect"
+import { embeddedRuntime } from "../src/runtime.js"
+import { BaseUrl, call, testServer } from "./harness.js"
+import { startServer, timedGet } from "./process.js"
+
+const serverOnRedis = (url: string) =>
+  testServer(
+    embeddedRuntime({
+      webhookAllowPrivateNetworks: false,
+      redisUrl: Option.some(Redacted.make(url)),
+      redisKeyPrefix: uniquePrefix()
+    })
+  )
+
+/** The rate-limit headers of an answer, as numbers (undefined when missing). */
+const limitHeaders = (headers: Headers) => ({
+  limit: Number(headers.get("x-ratelimit-limit") ?? Number.NaN),
+  remaining: Number(headers.get("x-ratelimit-remaining") ?? Number.NaN),
+  reset: Number(headers.get("x-ratelimit-reset") ?? Number.NaN),
+  policy: headers.get("ratelimit-policy"),
+  fields: headers.get("ratelimit")
+})
+
+withRedis("server with REDIS_URL", () => {
+  it.scopedLive(
+    "/readyz reports Redis: 200 while it answers, 503 while it is down, 200 once it is back",
+    () =>
+      Effect.gen(function* () {
+        const proxy = yield* Effect.acquireRelease(Effect.promise(startRedisProxy), (p) =>
+          Effect.promise(p.stop)
+        )
+        const baseUrl = yield* Effect.provide(BaseUrl, yield* Layer.build(serverOnRedis(proxy.url)))
+
+        const up = yield* call(baseUrl, "GET", "/readyz")
+        expect(up.status).toBe(200)
+        expect(up.body).toEqual({ success: true, data: { status: "ok", checks: { redis: "ok" } } })
+
+        yield* Effect.promise(proxy.stop)
+        const down = yield* call(baseUrl, "GET", "/readyz")
+        expect(down.status).toBe(503)
+        expect(down.body).toEqual({
+          success: false,
+          error: {
+            code: "not_ready",
+            message: "Not ready: redis not answering.",
+            details: { checks: { redis: "unavailable" } }
+          }
+        })
+        // Liveness is not readiness: the process still runs.
+        expect((yield* call(baseUrl, "GET", "/healthz")).status).toBe(200)
+
+        yield* Effect.promise(proxy.start)
+        const back = yield* call(baseUrl, "GET", "/readyz").pipe(
+          Effect.repeat({ until: (answer) => answer.status === 200 }),
+          Effect.timeout("5 seconds")
+        )
+        expect(back.body).toEqual({ success: true, data: { status: "ok", checks: { redis: "ok" } } })
+      })
+  )
+
+  it.scopedLive("pointed at a closed port, the server starts, serves with headers, and is not ready", () =>
+    Effect.gen(function* () {
+      const port = yield* Effect.promise(closedPort)
+      const server = yield* startServer({
+        REDIS_URL: `redis://127.0.0.1:${port}`,
+        REDIS_KEY_PREFIX: uniquePrefix()
+      })
+      const answers = yield* Effect.forEach(Array.from({ length: 20 }), () =>
+        timedGet(server.baseUrl, "/v1/intake-bots", server.demoKey)
+      )
+      for (const answer of answers) {
+        expect(answer.status).toBe(200)
+        expect(limitHeaders(answer.headers)).toMatchObject({ limit: 100, remaining: 99 })
+      }
+      expect((yield* timedGet(server.baseUrl, "/readyz")).status).toBe(503)
+      // The state change is logged once, not per request.
+      const { stdout } = server.output()
+      expect(stdout.match(/rate limiter unavailable/g)).toHaveLength(1)
+    })
+  )
+
+  it.scopedLive(
+    "Redis stopped mid-run: a server process serves on with the headers, adds no latency, and limits come back",
+    () =>
+      Effect.gen(function* () {
+        const proxy = yield* Effect.acquireRelease(Effect.promise(startRedisProxy), (p) =>
+          Effect.promise(p.stop)
+        )
+        const server = yield* startServer({ REDIS_URL: proxy.url, REDIS_KEY_PREFIX: uniquePrefix() })
+        const key = server.demoKey
+        expect(key).toBeDefined()
+        const get = () => timedGet(server.baseUrl, "/v1/intake-bots", key)
+
+        // Baseline, Redis answering: the shared window counts down.
+        yield* get()
+        const before = yield* Effect.forEach(Array.from({ length: 59 }), get)
+        expect(before.map((a) => a.status).every((s) => s === 200)).toBe(true)
+        expect(before.map((a) => limitHeaders(a.headers).remaining)).toEqual(
+          Array.from({ length: 59 }, (_, i) => 98 - i)
+        )
+
+        yield* Effect.promise(proxy.stop)
+        const during = yield* Effect.forEach(Array.from({ length: 200 }), get)
+        for (const answer of during) {
+          expect(answer.status).toBe(200)
+          const headers = limitHeaders(answer.headers)
+          expect(headers).toMatchObject({ limit: 100, remaining: 99, policy: '"default";q=100;w=60' })
+          expect(headers.reset).toBeGreaterThan(Date.now())
+          expect(headers.fields).toMatch(/^"default";r=99;t=\d+$/)
+        }
+        const baseline = median(before.map((a) => a.ms))
+        const afterFailure = median(during.slice(1).map((a) => a.ms))
+        console.log(
+          `HTTP median latency: Redis up ${baseline.toFixed(2)} ms, Redis down ${afterFailure.toFixed(2)} ms, ` +
+            `first request after the stop ${during[0]!.ms.toFixed(2)} ms`
+        )
+        expect(afterFailure - baseline).toBeLessThan(5)
+
+        // Redis back: after the cool-down the window is enforced again, earlier requests included.
+        yield* Effect.promise(proxy.start)
+        const counted = yield* get().pipe(
+          Effect.zipLeft(Effect.sleep("100 millis")),
+          Effect.repeat({ until: (a) => limitHeaders(a.headers).remaining < 99 }),
+          Effect.timeout("10 seconds")
+        )
+        // 60 before the outage, this one: 39 left.
+        expect(limitHeaders(counted.headers).remaining).toBe(39)
+        const rest = yield* Effect.forEach(Array.from({ length: 40 }), get)
+        expect(rest.map((a) => a.status)).toEqual([...Array(39).fill(200), 429])
+        const refused = rest[39]!
+        expect(Number(refused.headers.get("retry-after"))).toBeGreaterThanOrEqual(1)
+        expect(limitHeaders(refused.headers)).toMatchObject({ limit: 100, remaining: 0 })
+
+        const { stdout } = server.output()
+        expect(stdout.match(/rate limiter unavailable/g)).toHaveLength(1)
+        expect(stdout.match(/rate limiter answers again/g)).toHaveLength(1)
+      }),
+    60_000
+  )
+})
