@@ -54,16 +54,27 @@ const compile = (path: string) => {
   return { pattern: new RegExp(`^${source}/?$`), names }
 }
 
+const decodeParams = (names: ReadonlyArray<string>, found: RegExpExecArray) => {
+  const params: Record<string, string> = {}
+  try {
+    names.forEach((name, i) => {
+      params[name] = decodeURIComponent(found[i + 1]!)
+    })
+  } catch {
+    return undefined
+  }
+  return params
+}
+
 /** The route for `pathname`, or undefined when no route serves it with this method. */
 export const match = <R>(routes: ReadonlyArray<Route<R>>, method: string, pathname: string) => {
   for (const route of routes) {
     if (route.method !== method) continue
     const found = route.pattern.exec(pathname)
     if (found === null) continue
-    const params: Record<string, string> = {}
-    route.names.forEach((name, i) => {
-      params[name] = decodeURIComponent(found[i + 1]!)
-    })
+    const params = decodeParams(route.names, found)
+    // A malformed percent-escape names no resource: the path matches nothing.
+    if (params === undefined) return undefined
     return { route, params }
   }
   return undefined
