@@ -11,13 +11,14 @@ import {
   Access,
   Idempotency,
   invalid,
+  isApiError,
   type Principal,
   type StoredResponse,
   type ValidationFailed
 } from "@intake/domain"
 import { Context, Effect, Option, ParseResult, type Schema, SchemaAST } from "effect"
 import { readJsonBody } from "./body.js"
-import { errorBody, isApiError, json } from "./responses.js"
+import { errorBody, json } from "./responses.js"
 
 export interface Input<P, U, B> {
   readonly path: P
