@@ -37,7 +37,7 @@ export class RedisConnection extends Context.Tag("@intake/redis/RedisConnection"
     readonly settings: RedisSettings
     /** For commands; never in subscriber mode. */
     readonly client: Redis
-    /** A further connection with the same options (pub/sub needs one of its own), closed with `scope`. */
+    /** A further connection with the same options (pub/sub needs one of its own), closed when the caller's scope closes. */
     readonly open: (name: string, overrides?: RedisOptions) => Effect.Effect<Redis, never, Scope.Scope>
     /** Answers PONG within the command timeout: for readiness checks. */
     readonly ping: Effect.Effect<boolean>
