@@ -69,7 +69,7 @@ export const migrations: ReadonlyArray<Migration> = [
         updated_at timestamptz(3) NOT NULL
       )`,
       // Serves the list (a bot's submissions, newest first, within a created range) and
-      // the submission_count of the bots list (an index-only count per bot).
+      // the submission_count of the bots list (an index count per bot).
       `CREATE INDEX submissions_list ON submissions (intake_bot_id, created_at DESC, id DESC)`,
       `CREATE INDEX submissions_workspace ON submissions (workspace_id)`,
       `CREATE TABLE messages (

@@ -39,7 +39,8 @@ export const MigrationsLive = Layer.effectDiscard(runMigrations())
 export const migrated = <E>(client: Layer.Layer<PgClient.PgClient | SqlClient.SqlClient, E>) =>
   MigrationsLive.pipe(Layer.provideMerge(client))
 
-const portsOver = <E>(database: Layer.Layer<PgClient.PgClient | SqlClient.SqlClient, E>) => {
+/** Every port over a database client layer (migrated when built). */
+export const pgPortsOn = <E>(database: Layer.Layer<PgClient.PgClient | SqlClient.SqlClient, E>) => {
   const repositories = Layer.mergeAll(
     PgRepositoriesLive,
     MemoryRateLimiter,
@@ -54,10 +55,10 @@ const portsOver = <E>(database: Layer.Layer<PgClient.PgClient | SqlClient.SqlCli
 }
 
 /** Every port on a PostgreSQL server (e.g. `{ url: Redacted.make(DATABASE_URL) }`). */
-export const PostgresPortsLive = (config: PgClient.PgClientConfig) => portsOver(PgClient.layer(config))
+export const PostgresPortsLive = (config: PgClient.PgClientConfig) => pgPortsOn(PgClient.layer(config))
 
 /** Every port on PGlite with its files under `dataDir` (created if missing, locked while in use). */
-export const PglitePortsLive = (dataDir: string) => portsOver(layerPglite({ dataDir }))
+export const PglitePortsLive = (dataDir: string) => pgPortsOn(layerPglite({ dataDir }))
 
 /** Every port on a fresh in-memory PGlite: for tests. */
-export const PgliteTestLayer = portsOver(layerPglite({}))
+export const PgliteTestLayer = pgPortsOn(layerPglite({}))

@@ -3,11 +3,13 @@ import { SqlClient } from "@effect/sql"
 import {
   type Contact,
   ContactRepository,
+  type CreatedRange,
   type DomainEvent,
   EventOutbox,
   type IntakeBot,
   IntakeBotRepository,
   type Message,
+  type PageRequest,
   PlanLimitExceeded,
   type Submission,
   SubmissionRepository,
@@ -16,6 +18,34 @@ import {
 import { Effect, Layer, Option } from "effect"
 import { afterPosition, pageFrom } from "./paging.js"
 import { fromJson, type Row, stored, toDate, toMillis, toNumber } from "./storage.js"
+
+/** A page of a workspace's bots with each one's submission_count: one query, no N+1. */
+export const listBotsQuery = (sql: SqlClient.SqlClient, workspaceId: string, page: PageRequest) =>
+  sql<Row>`SELECT b.*, (SELECT count(*) FROM submissions s WHERE s.intake_bot_id = b.id) AS submission_count
+    FROM intake_bots b
+    WHERE ${sql.and([sql`b.workspace_id = ${workspaceId}`, ...afterPosition(sql, "b", page.after)])}
+    ORDER BY b.created_at DESC, b.id DESC
+    LIMIT ${page.limit + 1}`
+
+/** A page of a bot's submissions within a created range, with each one's message_count. */
+export const listSubmissionsQuery = (
+  sql: SqlClient.SqlClient,
+  workspaceId: string,
+  intakeBotId: string,
+  page: PageRequest,
+  range: CreatedRange
+) =>
+  sql<Row>`SELECT s.*, (SELECT count(*) FROM messages m WHERE m.submission_id = s.id) AS message_count
+    FROM submissions s
+    WHERE ${sql.and([
+      sql`s.intake_bot_id = ${intakeBotId}`,
+      sql`s.workspace_id = ${workspaceId}`,
+      ...(range.createdAfter === null ? [] : [sql`s.created_at >= ${toDate(range.createdAfter)}`]),
+      ...(range.createdBefore === null ? [] : [sql`s.created_at <= ${toDate(range.createdBefore)}`]),
+      ...afterPosition(sql, "s", page.after)
+    ])}
+    ORDER BY s.created_at DESC, s.id DESC
+    LIMIT ${page.limit + 1}`
 
 const botFromRow = (row: Row): IntakeBot => ({
   id: row.id as string,
@@ -59,20 +89,14 @@ export const PgIntakeBotRepository = Layer.effect(
             findOne
           )
         ),
-      // One query: each bot's submission_count is an index-only count on submissions_list.
+      // One query: each bot's submission_count is an index count on submissions_list.
       list: (workspaceId, page) =>
         stored("intakeBots.list")(
-          Effect.map(
-            sql<Row>`SELECT b.*, (SELECT count(*) FROM submissions s WHERE s.intake_bot_id = b.id) AS submission_count
-              FROM intake_bots b
-              WHERE ${sql.and([sql`b.workspace_id = ${workspaceId}`, ...afterPosition(sql, "b", page.after)])}
-              ORDER BY b.created_at DESC, b.id DESC
-              LIMIT ${page.limit + 1}`,
-            (rows) =>
-              pageFrom(rows, page.limit, (row) => ({
-                ...botFromRow(row),
-                submissionCount: toNumber(row.submission_count)
-              }))
+          Effect.map(listBotsQuery(sql, workspaceId, page), (rows) =>
+            pageFrom(rows, page.limit, (row) => ({
+              ...botFromRow(row),
+              submissionCount: toNumber(row.submission_count)
+            }))
           )
         ),
       existingIds: (workspaceId, ids) =>
@@ -165,25 +189,11 @@ export const PgSubmissionRepository = Layer.effect(
       // One query: message_count is a count on the messages' (submission_id, position) index.
       list: (workspaceId, intakeBotId, page, range) =>
         stored("submissions.list")(
-          Effect.map(
-            sql<Row>`SELECT s.*, (SELECT count(*) FROM messages m WHERE m.submission_id = s.id) AS message_count
-              FROM submissions s
-              WHERE ${sql.and([
-                sql`s.intake_bot_id = ${intakeBotId}`,
-                sql`s.workspace_id = ${workspaceId}`,
-                ...(range.createdAfter === null ? [] : [sql`s.created_at >= ${toDate(range.createdAfter)}`]),
-                ...(range.createdBefore === null
-                  ? []
-                  : [sql`s.created_at <= ${toDate(range.createdBefore)}`]),
-                ...afterPosition(sql, "s", page.after)
-              ])}
-              ORDER BY s.created_at DESC, s.id DESC
-              LIMIT ${page.limit + 1}`,
-            (rows) =>
-              pageFrom(rows, page.limit, (row) => ({
-                ...submissionFromRow(row),
-                messageCount: toNumber(row.message_count)
-              }))
+          Effect.map(listSubmissionsQuery(sql, workspaceId, intakeBotId, page, range), (rows) =>
+            pageFrom(rows, page.limit, (row) => ({
+              ...submissionFromRow(row),
+              messageCount: toNumber(row.message_count)
+            }))
           )
         ),
       delete: (id) =>

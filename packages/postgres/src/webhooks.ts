@@ -3,6 +3,7 @@ import { SqlClient } from "@effect/sql"
 import {
   IdempotencyConflict,
   IdempotencyStore,
+  type PageRequest,
   PlanLimitExceeded,
   type StoredResponse,
   type WebhookEndpoint,
@@ -20,6 +21,13 @@ import {
   toMillisOrNull,
   toNumber
 } from "./storage.js"
+
+/** A page of a workspace's webhook endpoints, newest first. */
+export const listWebhooksQuery = (sql: SqlClient.SqlClient, workspaceId: string, page: PageRequest) =>
+  sql<Row>`SELECT * FROM webhook_endpoints w
+    WHERE ${sql.and([sql`w.workspace_id = ${workspaceId}`, ...afterPosition(sql, "w", page.after)])}
+    ORDER BY w.created_at DESC, w.id DESC
+    LIMIT ${page.limit + 1}`
 
 const endpointFromRow = (row: Row): WebhookEndpoint => ({
   id: row.id as string,
@@ -85,12 +93,8 @@ export const PgWebhookRepository = Layer.effect(
         ),
       list: (workspaceId, page) =>
         stored("webhooks.list")(
-          Effect.map(
-            sql<Row>`SELECT * FROM webhook_endpoints w
-              WHERE ${sql.and([sql`w.workspace_id = ${workspaceId}`, ...afterPosition(sql, "w", page.after)])}
-              ORDER BY w.created_at DESC, w.id DESC
-              LIMIT ${page.limit + 1}`,
-            (rows) => pageFrom(rows, page.limit, endpointFromRow)
+          Effect.map(listWebhooksQuery(sql, workspaceId, page), (rows) =>
+            pageFrom(rows, page.limit, endpointFromRow)
           )
         ),
       delete: (workspaceId, id) =>
