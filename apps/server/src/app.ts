@@ -1,0 +1,123 @@
+/**
+ * The server's HttpApp: one pipeline for every request (decisions.md section 2) and one
+ * exit, so that every answer carries the envelope, X-Request-Id and, on /v1, the
+ * rate-limit headers, whatever happened inside.
+ */
+import { randomUUID } from "node:crypto"
+import { HttpServerRequest, HttpServerResponse, OpenApi } from "@effect/platform"
+import { IntakeApi } from "@intake/api"
+import {
+  Access,
+  AuthenticationRequired,
+  Crypto,
+  type Principal,
+  type RateLimitDecision
+} from "@intake/domain"
+import { Clock, Effect, Option, Redacted } from "effect"
+import { adminRoutes } from "./handlers-admin.js"
+import { v1Routes } from "./handlers-v1.js"
+import {
+  causeToResponse,
+  errorResponse,
+  json,
+  rateLimited,
+  routeNotFound,
+  withRateLimitHeaders
+} from "./responses.js"
+import { match, type Route } from "./routes.js"
+
+export interface AppOptions {
+  /** Enables /admin/* when set. */
+  readonly adminToken: Option.Option<Redacted.Redacted>
+}
+
+const ok = () => json({ success: true, data: { status: "ok" } }, 200)
+
+let openApiDocument: unknown
+const openApi = () => {
+  openApiDocument ??= OpenApi.fromApi(IntakeApi)
+  return json(openApiDocument, 200)
+}
+
+/** Readable docs of /openapi.json (Scalar, loaded by the browser from its CDN). */
+const DOCS_HTML = `<!doctype html>
+<html>
+  <head>
+    <meta charset="utf-8" />
+    <title>Intake API v1</title>
+    <meta name="viewport" content="width=device-width, initial-scale=1" />
+  </head>
+  <body>
+    <script id="api-reference" data-url="/openapi.json"></script>
+    <script src="https://cdn.jsdelivr.net/npm/@scalar/api-reference/dist/browser/standalone.min.js" crossorigin></script>
+  </body>
+</html>
+`
+
+const dispatch = <R>(
+  routes: ReadonlyArray<Route<R>>,
+  url: URL,
+  method: string,
+  principal: Principal | null
+) => {
+  const found = match(routes, method, url.pathname)
+  return found === undefined
+    ? Effect.succeed(routeNotFound())
+    : found.route.run({ params: found.params, query: url.searchParams, pathname: url.pathname, principal })
+}
+
+const clientIp = (request: HttpServerRequest.HttpServerRequest) =>
+  Option.getOrElse(request.remoteAddress, () => "unknown")
+
+/** /v1: authenticate, rate limit (per key, or per IP when the key fails), then route. */
+const v1 = (request: HttpServerRequest.HttpServerRequest, url: URL) =>
+  Effect.gen(function* () {
+    const access = yield* Access
+    // exit, not either: even a defect while authenticating answers with rate-limit headers.
+    const authenticated = yield* Effect.exit(access.authenticate(request.headers.authorization))
+    let decision: RateLimitDecision
+    let response: HttpServerResponse.HttpServerResponse
+    if (authenticated._tag === "Failure") {
+      decision = yield* access.limitAnonymous(clientIp(request))
+      response = decision.allowed ? yield* causeToResponse(authenticated.cause) : rateLimited(decision)
+    } else {
+      decision = yield* access.limitKey(authenticated.value)
+      response = decision.allowed
+        ? yield* dispatch(v1Routes, url, request.method, authenticated.value).pipe(
+            Effect.catchAllCause(causeToResponse)
+          )
+        : rateLimited(decision)
+    }
+    return withRateLimitHeaders(response, decision, yield* Clock.currentTimeMillis)
+  })
+
+/** /admin: the operator token in constant time, then route; 404 when the interface is off. */
+const admin = (request: HttpServerRequest.HttpServerRequest, url: URL, token: Redacted.Redacted) =>
+  Effect.gen(function* () {
+    const crypto = yield* Crypto
+    const given = /^bearer +(.+)$/i.exec(request.headers.authorization ?? "")?.[1] ?? ""
+    if (!crypto.constantTimeEqual(given, Redacted.value(token))) {
+      return errorResponse(new AuthenticationRequired({ message: "A valid operator token is required." }))
+    }
+    return yield* dispatch(adminRoutes, url, request.method, null)
+  })
+
+export const makeApp = (options: AppOptions) =>
+  Effect.gen(function* () {
+    const request = yield* HttpServerRequest.HttpServerRequest
+    const url = new URL(request.url, "http://localhost")
+    const path = url.pathname
+    const response = yield* Effect.gen(function* () {
+      if (path === "/v1" || path.startsWith("/v1/")) return yield* v1(request, url)
+      if (path === "/admin" || path.startsWith("/admin/")) {
+        return Option.isSome(options.adminToken)
+          ? yield* admin(request, url, options.adminToken.value)
+          : routeNotFound()
+      }
+      if (request.method === "GET" && (path === "/healthz" || path === "/readyz")) return ok()
+      if (request.method === "GET" && path === "/openapi.json") return openApi()
+      if (request.method === "GET" && path === "/docs") return HttpServerResponse.html(DOCS_HTML)
+      return routeNotFound()
+    }).pipe(Effect.catchAllCause(causeToResponse))
+    return HttpServerResponse.setHeader(response, "x-request-id", `req_${randomUUID().replaceAll("-", "")}`)
+  })

@@ -1,0 +1,75 @@
+/**
+ * Reading a JSON body with the 1 MB limit. `withMaxBodySize` makes platform-node destroy
+ * the request, so the client sees a reset connection instead of the 400. Here a declared
+ * Content-Length over the limit is refused without reading, and a body without one is
+ * counted as it arrives: at the limit the reader stops keeping bytes and lets the rest
+ * drain unread, so the client finishes sending and receives the 400 envelope.
+ */
+import type { IncomingMessage } from "node:http"
+import type { HttpServerRequest } from "@effect/platform"
+import { NodeHttpServerRequest } from "@effect/platform-node"
+import { invalid, type ValidationFailed } from "@intake/domain"
+import { Effect } from "effect"
+
+export const MAX_BODY_BYTES = 1_048_576
+
+const tooLarge = () => invalid([{ path: "", message: `the body is larger than ${MAX_BODY_BYTES} bytes` }])
+
+const JSON_TYPE = /^application\/json\s*(;|$)/i
+
+type Read = { readonly _tag: "Complete"; readonly bytes: Buffer } | { readonly _tag: "TooLarge" }
+
+const countedRead = (message: IncomingMessage, limit: number) =>
+  Effect.async<Read, ValidationFailed>((resume) => {
+    const chunks: Array<Buffer> = []
+    let size = 0
+    const cleanup = () => {
+      message.off("data", onData)
+      message.off("end", onEnd)
+      message.off("error", onError)
+      message.off("close", onClose)
+    }
+    const onData = (chunk: Buffer) => {
+      size += chunk.length
+      if (size > limit) {
+        cleanup()
+        // Keep the stream flowing without listeners: the rest is discarded as it arrives.
+        message.resume()
+        resume(Effect.succeed({ _tag: "TooLarge" }))
+      } else chunks.push(chunk)
+    }
+    const onEnd = () => {
+      cleanup()
+      resume(Effect.succeed({ _tag: "Complete", bytes: Buffer.concat(chunks, size) }))
+    }
+    const onError = () => {
+      cleanup()
+      resume(Effect.fail(invalid([{ path: "", message: "the body could not be read" }])))
+    }
+    const onClose = () => {
+      if (!message.readableEnded) onError()
+    }
+    message.on("data", onData)
+    message.on("end", onEnd)
+    message.on("error", onError)
+    message.on("close", onClose)
+    return Effect.sync(cleanup)
+  })
+
+/** The parsed JSON body: 400 for another content type, a body over the limit or malformed JSON. */
+export const readJsonBody = (request: HttpServerRequest.HttpServerRequest) =>
+  Effect.gen(function* () {
+    const contentType = request.headers["content-type"]
+    if (contentType === undefined || !JSON_TYPE.test(contentType)) {
+      return yield* invalid([{ path: "", message: "Content-Type must be application/json" }])
+    }
+    const declared = request.headers["content-length"]
+    if (declared !== undefined && Number(declared) > MAX_BODY_BYTES) return yield* tooLarge()
+    const read = yield* countedRead(NodeHttpServerRequest.toIncomingMessage(request), MAX_BODY_BYTES)
+    if (read._tag === "TooLarge") return yield* tooLarge()
+    try {
+      return JSON.parse(read.bytes.toString("utf8")) as unknown
+    } catch {
+      return yield* invalid([{ path: "", message: "the body is not valid JSON" }])
+    }
+  })

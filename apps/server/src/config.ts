@@ -1,0 +1,82 @@
+/**
+ * The server's configuration (decisions.md section 9), read through effect `Config` so a
+ * bad value fails at start with the variable's name.
+ */
+import { Config, ConfigError, Duration, Either, Option, Redacted } from "effect"
+
+export interface ServerConfig {
+  readonly port: number
+  readonly databaseUrl: Option.Option<Redacted.Redacted>
+  readonly dataDir: string
+  readonly redisUrl: Option.Option<Redacted.Redacted>
+  readonly adminToken: Option.Option<Redacted.Redacted>
+  readonly webhookAllowPrivateNetworks: boolean
+  readonly webhookRetrySchedule: ReadonlyArray<Duration.Duration>
+  readonly webhookDisableAfter: Duration.Duration
+}
+
+const UNITS: Record<string, number> = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 }
+
+/** `5s`, `30m`, `2h`, `5d`, `250ms`: a positive whole number and a unit. */
+export const parseDuration = (text: string): Either.Either<Duration.Duration, string> => {
+  const match = /^(\d+)(ms|s|m|h|d)$/.exec(text.trim())
+  return match === null || Number(match[1]) === 0
+    ? Either.left(`"${text}" is not a duration like 5s, 30m, 2h or 5d`)
+    : Either.right(Duration.millis(Number(match[1]) * UNITS[match[2]!]!))
+}
+
+const duration = (name: string, fallback: string) =>
+  Config.string(name).pipe(
+    Config.withDefault(fallback),
+    Config.mapOrFail((text) =>
+      Either.mapLeft(parseDuration(text), (message) => ConfigError.InvalidData([], message))
+    )
+  )
+
+const schedule = Config.string("WEBHOOK_RETRY_SCHEDULE").pipe(
+  Config.withDefault("5s,5m,30m,2h,5h,10h,10h"),
+  Config.mapOrFail((text) =>
+    Either.mapLeft(Either.all(text.split(",").map(parseDuration)), (message) =>
+      ConfigError.InvalidData([], message)
+    )
+  )
+)
+
+const optionalSecret = (name: string) =>
+  Config.option(Config.redacted(name)).pipe(
+    Config.map(Option.filter((value) => Redacted.value(value).trim() !== ""))
+  )
+
+export const serverConfig: Config.Config<ServerConfig> = Config.all({
+  port: Config.port("PORT").pipe(Config.withDefault(3000)),
+  databaseUrl: optionalSecret("DATABASE_URL"),
+  dataDir: Config.string("INTAKE_DATA_DIR").pipe(Config.withDefault(".data")),
+  redisUrl: optionalSecret("REDIS_URL"),
+  adminToken: optionalSecret("INTAKE_ADMIN_TOKEN"),
+  webhookAllowPrivateNetworks: Config.boolean("WEBHOOK_ALLOW_PRIVATE_NETWORKS").pipe(
+    Config.withDefault(false)
+  ),
+  webhookRetrySchedule: schedule,
+  webhookDisableAfter: duration("WEBHOOK_DISABLE_AFTER", "5d")
+})
+
+/** One line naming the variable and what is wrong with it. */
+export const describeConfigError = (error: ConfigError.ConfigError): string => {
+  const messages: Array<string> = []
+  const walk = (e: ConfigError.ConfigError): void => {
+    switch (e._op) {
+      case "And":
+      case "Or":
+        walk(e.left)
+        walk(e.right)
+        return
+      case "InvalidData":
+      case "MissingData":
+      case "SourceUnavailable":
+      case "Unsupported":
+        messages.push(`${e.path.join(".") || "configuration"}: ${e.message}`)
+    }
+  }
+  walk(error)
+  return `Invalid configuration: ${messages.join("; ")}`
+}

@@ -1,0 +1,163 @@
+/** The operator interface (decisions.md section 8), bound to the use cases. */
+
+import type { HttpServerRequest } from "@effect/platform"
+import * as Api from "@intake/api"
+import { type Access, type Idempotency, IntakeBots, invalid, Provisioning, Submissions } from "@intake/domain"
+import { Effect } from "effect"
+import { type Route, serve } from "./routes.js"
+
+const admin = { idempotent: false }
+
+/** Copies the keys that are present, so `exactOptionalPropertyTypes` inputs stay exact. */
+const present = <T extends object>(value: T): { [K in keyof T]: Exclude<T[K], undefined> } =>
+  Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as {
+    [K in keyof T]: Exclude<T[K], undefined>
+  }
+
+const expiry = (text: string | null | undefined) => {
+  if (text === undefined || text === null) return Effect.succeed(text)
+  const millis = Date.parse(text)
+  return Number.isFinite(millis)
+    ? Effect.succeed(millis)
+    : Effect.fail(invalid([{ path: "expires_at", message: "must be an ISO 8601 date-time" }]))
+}
+
+export type AdminServices = Provisioning | IntakeBots | Submissions
+
+export const adminRoutes: ReadonlyArray<
+  Route<AdminServices | Access | Idempotency | HttpServerRequest.HttpServerRequest>
+> = [
+  serve(
+    Api.createWorkspace,
+    ({ payload }) =>
+      Effect.map(
+        Effect.flatMap(Provisioning, (p) =>
+          p.createWorkspace(
+            present({
+              name: payload.name,
+              plan: payload.plan,
+              monthlySubmissionQuota: payload.monthly_submission_quota
+            })
+          )
+        ),
+        (workspace) => ({ workspace: Api.workspaceToWire(workspace) })
+      ),
+    admin
+  ),
+  serve(
+    Api.updateWorkspace,
+    ({ path, payload }) =>
+      Effect.map(
+        Effect.flatMap(Provisioning, (p) =>
+          p.updateWorkspace(
+            path.id,
+            present({
+              plan: payload.plan,
+              status: payload.status,
+              monthlySubmissionQuota: payload.monthly_submission_quota,
+              rateLimitPerMinute: payload.rate_limit_per_minute
+            })
+          )
+        ),
+        (workspace) => ({ workspace: Api.workspaceToWire(workspace) })
+      ),
+    admin
+  ),
+  serve(
+    Api.createApiKey,
+    ({ path, payload }) =>
+      Effect.flatMap(expiry(payload.expires_at), (expiresAt) =>
+        Effect.map(
+          Effect.flatMap(Provisioning, (p) =>
+            p.createApiKey(path.id, present({ scopes: payload.scopes, name: payload.name, expiresAt }))
+          ),
+          (issued) => ({ api_key: Api.issuedApiKeyToWire(issued) })
+        )
+      ),
+    admin
+  ),
+  serve(
+    Api.getApiKey,
+    ({ path }) =>
+      Effect.map(
+        Effect.flatMap(Provisioning, (p) => p.getApiKey(path.id)),
+        (key) => ({ api_key: Api.apiKeyToWire(key) })
+      ),
+    admin
+  ),
+  serve(
+    Api.revokeApiKey,
+    ({ path }) =>
+      Effect.map(
+        Effect.flatMap(Provisioning, (p) => p.revokeApiKey(path.id)),
+        (key) => ({ api_key: Api.apiKeyToWire(key) })
+      ),
+    admin
+  ),
+  serve(
+    Api.createIntakeBot,
+    ({ path, payload }) =>
+      Effect.map(
+        Effect.flatMap(IntakeBots, (bots) =>
+          bots.create(
+            path.id,
+            present({
+              name: payload.name,
+              description: payload.description,
+              status: payload.status,
+              schema: payload.schema
+            })
+          )
+        ),
+        (bot) => ({ intake_bot: Api.intakeBotToWire(bot) })
+      ),
+    admin
+  ),
+  serve(
+    Api.updateIntakeBot,
+    ({ path, payload }) =>
+      Effect.map(
+        Effect.flatMap(IntakeBots, (bots) =>
+          bots.update(
+            path.id,
+            present({
+              name: payload.name,
+              description: payload.description,
+              status: payload.status,
+              schema: payload.schema
+            })
+          )
+        ),
+        (bot) => ({ intake_bot: Api.intakeBotToWire(bot) })
+      ),
+    admin
+  ),
+  serve(
+    Api.adminCreateSubmission,
+    ({ path, payload }) =>
+      Effect.map(
+        Effect.flatMap(Submissions, (submissions) =>
+          submissions.createForBot(
+            path.id,
+            present({
+              data: payload.data,
+              status: payload.status,
+              isTest: payload.is_test,
+              messages: payload.messages
+            })
+          )
+        ),
+        (submission) => ({ submission: Api.submissionToWire(submission) })
+      ),
+    admin
+  ),
+  serve(
+    Api.deleteSubmission,
+    ({ path }) =>
+      Effect.as(
+        Effect.flatMap(Submissions, (submissions) => submissions.remove(path.id)),
+        { id: path.id, deleted: true as const }
+      ),
+    admin
+  )
+]

@@ -1,0 +1,154 @@
+/** API v1: each served endpoint bound to its use case. */
+
+import type { HttpServerRequest } from "@effect/platform"
+import * as Api from "@intake/api"
+import { type Access, type Idempotency, IntakeBots, Submissions, Webhooks } from "@intake/domain"
+import { Effect } from "effect"
+import { type Route, serve } from "./routes.js"
+
+const DEFAULT_LIMIT = 50
+
+const listQuery = (params: {
+  readonly limit?: number | undefined
+  readonly cursor?: string | undefined
+}) => ({
+  limit: params.limit ?? DEFAULT_LIMIT,
+  cursor: params.cursor ?? null
+})
+
+const pagination = (nextCursor: string | null) => ({ has_more: nextCursor !== null, next_cursor: nextCursor })
+
+const v1 = { idempotent: true }
+
+export type V1Services = Access | Idempotency | IntakeBots | Submissions | Webhooks
+
+export const v1Routes: ReadonlyArray<Route<V1Services | HttpServerRequest.HttpServerRequest>> = [
+  serve(
+    Api.listIntakeBots,
+    ({ principal, urlParams }) =>
+      Effect.map(
+        Effect.flatMap(IntakeBots, (bots) => bots.list(principal.workspace.id, listQuery(urlParams))),
+        (listed) => ({
+          intake_bots: listed.items.map(Api.intakeBotListItemToWire),
+          pagination: pagination(listed.nextCursor)
+        })
+      ),
+    v1
+  ),
+  serve(
+    Api.getIntakeBot,
+    ({ principal, path }) =>
+      Effect.map(
+        Effect.flatMap(IntakeBots, (bots) => bots.get(principal.workspace.id, path.id)),
+        (bot) => ({ intake_bot: Api.intakeBotToWire(bot) })
+      ),
+    v1
+  ),
+  serve(
+    Api.listSubmissions,
+    ({ principal, path, urlParams }) =>
+      Effect.map(
+        Effect.flatMap(Submissions, (submissions) =>
+          submissions.list(principal.workspace.id, path.id, {
+            ...listQuery(urlParams),
+            createdAfter: urlParams.created_after ?? null,
+            createdBefore: urlParams.created_before ?? null
+          })
+        ),
+        (listed) => ({
+          submissions: listed.submissions.items.map(Api.submissionListItemToWire),
+          schema: listed.schema.map(Api.schemaFieldSummary),
+          pagination: pagination(listed.submissions.nextCursor)
+        })
+      ),
+    v1
+  ),
+  serve(
+    Api.getSubmission,
+    ({ principal, path }) =>
+      Effect.map(
+        Effect.flatMap(Submissions, (submissions) =>
+          submissions.get(principal.workspace.id, path.id, path.submissionId)
+        ),
+        (submission) => ({ submission: Api.submissionToWire(submission) })
+      ),
+    v1
+  ),
+  serve(
+    Api.createSubmission,
+    ({ principal, path, payload }) =>
+      Effect.map(
+        Effect.flatMap(Submissions, (submissions) =>
+          submissions.create(principal.workspace.id, path.id, {
+            data: payload.data,
+            ...(payload.status === undefined ? {} : { status: payload.status }),
+            ...(payload.is_test === undefined ? {} : { isTest: payload.is_test })
+          })
+        ),
+        (submission) => ({ submission: Api.createdSubmissionToWire(submission) })
+      ),
+    v1
+  ),
+  serve(
+    Api.listWebhooks,
+    ({ principal, urlParams }) =>
+      Effect.map(
+        Effect.flatMap(Webhooks, (webhooks) => webhooks.list(principal.workspace.id, listQuery(urlParams))),
+        (listed) => ({
+          webhooks: listed.items.map(Api.webhookToWire),
+          pagination: pagination(listed.nextCursor)
+        })
+      ),
+    v1
+  ),
+  serve(
+    Api.getWebhook,
+    ({ principal, path }) =>
+      Effect.map(
+        Effect.flatMap(Webhooks, (webhooks) => webhooks.get(principal.workspace.id, path.id)),
+        (webhook) => ({ webhook: Api.webhookToWire(webhook) })
+      ),
+    v1
+  ),
+  serve(
+    Api.createWebhook,
+    ({ principal, payload }) =>
+      Effect.map(
+        Effect.flatMap(Webhooks, (webhooks) =>
+          webhooks.create(principal.workspace.id, {
+            url: payload.url,
+            events: payload.events,
+            ...(payload.description === undefined ? {} : { description: payload.description }),
+            ...(payload.intake_bot_ids === undefined ? {} : { intakeBotIds: payload.intake_bot_ids })
+          })
+        ),
+        (webhook) => ({ webhook: Api.webhookWithSecretToWire(webhook) })
+      ),
+    v1
+  ),
+  serve(
+    Api.updateWebhook,
+    ({ principal, path, payload }) =>
+      Effect.map(
+        Effect.flatMap(Webhooks, (webhooks) =>
+          webhooks.update(principal.workspace.id, path.id, {
+            ...(payload.events === undefined ? {} : { events: payload.events }),
+            ...(payload.description === undefined ? {} : { description: payload.description }),
+            ...(payload.status === undefined ? {} : { status: payload.status }),
+            ...(payload.intake_bot_ids === undefined ? {} : { intakeBotIds: payload.intake_bot_ids })
+          })
+        ),
+        (webhook) => ({ webhook: Api.webhookToWire(webhook) })
+      ),
+    v1
+  ),
+  serve(
+    Api.deleteWebhook,
+    ({ principal, path }) =>
+      Effect.as(
+        Effect.flatMap(Webhooks, (webhooks) => webhooks.remove(principal.workspace.id, path.id)),
+        { id: path.id, deleted: true as const }
+      ),
+    v1
+  )
+]

@@ -1,0 +1,57 @@
+/** Starts the real server on a free port over the given services; tests talk to it over a socket. */
+import { HttpServer } from "@effect/platform"
+import { Context, Effect, Layer, Option, Redacted } from "effect"
+import { serverLayer, serverPort } from "../src/server.js"
+
+export const ADMIN_TOKEN = "test-admin-token-0123456789"
+
+export class BaseUrl extends Context.Tag("test/BaseUrl")<BaseUrl, string>() {}
+
+export const testServer = <E, R>(services: Layer.Layer<R, E>, options: { readonly admin?: boolean } = {}) =>
+  Layer.effect(
+    BaseUrl,
+    Effect.map(HttpServer.HttpServer, (server) => `http://127.0.0.1:${serverPort(server)}`)
+  ).pipe(
+    Layer.provideMerge(
+      serverLayer({
+        port: 0,
+        host: "127.0.0.1",
+        adminToken: options.admin === false ? Option.none() : Option.some(Redacted.make(ADMIN_TOKEN))
+      })
+    ),
+    Layer.provide(services)
+  )
+
+export interface Answer {
+  readonly status: number
+  readonly headers: Headers
+  readonly body: unknown
+}
+
+/** One request with fetch; the body parsed as JSON (or the raw text when it is not JSON). */
+export const call = (
+  baseUrl: string,
+  method: string,
+  path: string,
+  options: { readonly key?: string; readonly body?: unknown; readonly headers?: Record<string, string> } = {}
+) =>
+  Effect.promise(async (): Promise<Answer> => {
+    const headers: Record<string, string> = { ...options.headers }
+    if (options.key !== undefined) headers.authorization = `Bearer ${options.key}`
+    let body: string | undefined
+    if (options.body !== undefined) {
+      body = typeof options.body === "string" ? options.body : JSON.stringify(options.body)
+      headers["content-type"] ??= "application/json"
+    }
+    const response = await fetch(`${baseUrl}${path}`, {
+      method,
+      headers,
+      ...(body === undefined ? {} : { body })
+    })
+    const text = await response.text()
+    let parsed: unknown = text
+    try {
+      parsed = JSON.parse(text)
+    } catch {}
+    return { status: response.status, headers: response.headers, body: parsed }
+  })

@@ -1,0 +1,5 @@
+export * from "./admin.js"
+export * from "./mappers.js"
+export * from "./params.js"
+export * from "./v1.js"
+export * from "./wire.js"

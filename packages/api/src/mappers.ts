@@ -1,0 +1,173 @@
+/** Pure mappers from the domain's records to the wire objects of wire.ts. */
+import type {
+  ApiKey,
+  Delivery,
+  IntakeBot,
+  IntakeBotListItem,
+  IssuedApiKey,
+  Message,
+  SchemaField,
+  SubmissionDetail,
+  SubmissionListItem,
+  WebhookEndpoint,
+  Workspace
+} from "@intake/domain"
+import type {
+  ApiKeyWire,
+  DeliveryWire,
+  IntakeBotListItemWire,
+  IntakeBotWire,
+  IssuedApiKeyWire,
+  SchemaFieldWire,
+  SubmissionListItemWire,
+  SubmissionWire,
+  WebhookWire,
+  WebhookWithSecretWire,
+  WorkspaceWire
+} from "./wire.js"
+
+/** Epoch milliseconds as ISO 8601 UTC with exactly three fraction digits. */
+export const isoTimestamp = (millis: number): string => new Date(millis).toISOString()
+
+const isoOrNull = (millis: number | null): string | null => (millis === null ? null : isoTimestamp(millis))
+
+export const schemaFieldToWire = (field: SchemaField): SchemaFieldWire => ({
+  name: field.name,
+  label: field.label,
+  type: field.type,
+  ...(field.required === undefined ? {} : { required: field.required }),
+  ...(field.options === undefined ? {} : { options: field.options })
+})
+
+export const schemaFieldSummary = (field: SchemaField) => ({
+  name: field.name,
+  label: field.label,
+  type: field.type
+})
+
+export const intakeBotListItemToWire = (bot: IntakeBotListItem): IntakeBotListItemWire => ({
+  id: bot.id,
+  name: bot.name,
+  status: bot.status,
+  submission_count: bot.submissionCount,
+  created_at: isoTimestamp(bot.createdAt),
+  updated_at: isoTimestamp(bot.updatedAt)
+})
+
+export const intakeBotToWire = (bot: IntakeBot): IntakeBotWire => ({
+  id: bot.id,
+  name: bot.name,
+  status: bot.status,
+  description: bot.description,
+  share_url: bot.shareSlug,
+  schema: bot.schema.map(schemaFieldToWire),
+  created_at: isoTimestamp(bot.createdAt),
+  updated_at: isoTimestamp(bot.updatedAt)
+})
+
+export const messageToWire = (message: Message) => ({
+  id: message.id,
+  role: message.role,
+  content: message.content,
+  created_at: isoTimestamp(message.createdAt)
+})
+
+export const submissionListItemToWire = (submission: SubmissionListItem): SubmissionListItemWire => ({
+  id: submission.id,
+  data: submission.data,
+  status: submission.status,
+  ai_summary: submission.aiSummary,
+  is_test: submission.isTest,
+  file_count: submission.fileCount,
+  message_count: submission.messageCount,
+  schema_version: submission.schemaVersion,
+  created_at: isoTimestamp(submission.createdAt),
+  updated_at: isoTimestamp(submission.updatedAt)
+})
+
+export const submissionToWire = (submission: SubmissionDetail): SubmissionWire => ({
+  id: submission.id,
+  data: submission.data,
+  status: submission.status,
+  ai_summary: submission.aiSummary,
+  is_test: submission.isTest,
+  file_count: submission.fileCount,
+  schema_version: submission.schemaVersion,
+  intake_bot_id: submission.intakeBotId,
+  messages: submission.messages.map(messageToWire),
+  created_at: isoTimestamp(submission.createdAt),
+  updated_at: isoTimestamp(submission.updatedAt)
+})
+
+export const createdSubmissionToWire = (submission: SubmissionDetail) => ({
+  id: submission.id,
+  status: submission.status,
+  created_at: isoTimestamp(submission.createdAt)
+})
+
+/** Without the secret: every answer but the create one. */
+export const webhookToWire = (endpoint: WebhookEndpoint): WebhookWire => ({
+  id: endpoint.id,
+  url: endpoint.url,
+  events: endpoint.events,
+  status: endpoint.status,
+  description: endpoint.description,
+  intake_bot_ids: endpoint.intakeBotIds,
+  last_delivery_at: isoOrNull(endpoint.lastDeliveryAt),
+  last_delivery_ok: endpoint.lastDeliveryOk,
+  consecutive_fails: endpoint.consecutiveFails,
+  created_at: isoTimestamp(endpoint.createdAt),
+  updated_at: isoTimestamp(endpoint.updatedAt)
+})
+
+export const webhookWithSecretToWire = (endpoint: WebhookEndpoint): WebhookWithSecretWire => ({
+  ...webhookToWire(endpoint),
+  secret: endpoint.secret
+})
+
+export const deliveryToWire = (delivery: Delivery): DeliveryWire => ({
+  id: delivery.id,
+  webhook_id: delivery.webhookId,
+  event_id: delivery.eventId,
+  event_type: delivery.eventType,
+  attempt: delivery.attempt,
+  trigger: delivery.trigger,
+  status: delivery.status,
+  response_status: delivery.responseStatus,
+  response_body: delivery.responseBody,
+  error: delivery.error,
+  duration_ms: delivery.durationMs,
+  next_retry_at: isoOrNull(delivery.nextRetryAt),
+  created_at: isoTimestamp(delivery.createdAt)
+})
+
+export const workspaceToWire = (workspace: Workspace): WorkspaceWire => ({
+  id: workspace.id,
+  name: workspace.name,
+  plan: workspace.plan,
+  status: workspace.status,
+  monthly_submission_quota: workspace.monthlySubmissionQuota,
+  rate_limit_per_minute: workspace.rateLimitPerMinute,
+  created_at: isoTimestamp(workspace.createdAt),
+  updated_at: isoTimestamp(workspace.updatedAt)
+})
+
+/** Never the key: only its hash is stored, and it is not part of the wire object. */
+export const apiKeyToWire = (key: ApiKey): ApiKeyWire => ({
+  id: key.id,
+  workspace_id: key.workspaceId,
+  name: key.name,
+  scopes: key.scopes,
+  expires_at: isoOrNull(key.expiresAt),
+  last_used_at: isoOrNull(key.lastUsedAt),
+  revoked_at: isoOrNull(key.revokedAt),
+  created_at: isoTimestamp(key.createdAt)
+})
+
+export const issuedApiKeyToWire = (issued: IssuedApiKey): IssuedApiKeyWire => ({
+  id: issued.apiKey.id,
+  key: issued.key,
+  scopes: issued.apiKey.scopes,
+  expires_at: isoOrNull(issued.apiKey.expiresAt),
+  created_at: isoTimestamp(issued.apiKey.createdAt)
+})

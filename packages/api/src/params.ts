@@ -1,0 +1,60 @@
+/** Path, query and header parameters shared by the endpoints, with the contract's messages. */
+import { Context, ParseResult, Schema } from "effect"
+
+/** The scope an endpoint needs, read by the server before it decodes anything. */
+export class RequiredScope extends Context.Tag("@intake/api/RequiredScope")<
+  RequiredScope,
+  "read:intake-bots" | "write:intake-bots" | "read:submissions" | "manage:webhooks"
+>() {}
+
+/** `limit`: an integer from 1 to 100, as decimal digits only (`1.5`, `abc`, `1e2` are refused). */
+export const LimitParam = Schema.transformOrFail(Schema.String, Schema.Number, {
+  strict: true,
+  decode: (text, _, ast) => {
+    const value = /^[0-9]{1,3}$/.test(text) ? Number(text) : Number.NaN
+    return value >= 1 && value <= 100
+      ? ParseResult.succeed(value)
+      : ParseResult.fail(new ParseResult.Type(ast, text, "must be an integer from 1 to 100"))
+  },
+  encode: (value) => ParseResult.succeed(String(value))
+}).annotations({ identifier: "Limit", description: "page size, 1 to 100 (default 50)" })
+
+const ISO_DATE_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?(?:Z|[+-]\d{2}:\d{2})$/
+
+/** An ISO 8601 date-time with a zone, as epoch milliseconds in code. */
+export const DateTimeParam = Schema.transformOrFail(Schema.String, Schema.Number, {
+  strict: true,
+  decode: (text, _, ast) => {
+    const millis = ISO_DATE_TIME.test(text) ? Date.parse(text) : Number.NaN
+    return Number.isFinite(millis)
+      ? ParseResult.succeed(millis)
+      : ParseResult.fail(new ParseResult.Type(ast, text, "must be an ISO 8601 date-time"))
+  },
+  encode: (millis) => ParseResult.succeed(new Date(millis).toISOString())
+}).annotations({ identifier: "DateTime", description: "ISO 8601 date-time, e.g. 2026-11-21T10:00:00.000Z" })
+
+export const ListParams = Schema.Struct({
+  limit: Schema.optionalWith(LimitParam, { exact: true }),
+  cursor: Schema.optionalWith(Schema.String, { exact: true })
+})
+
+export const SubmissionListParams = Schema.Struct({
+  limit: Schema.optionalWith(LimitParam, { exact: true }),
+  cursor: Schema.optionalWith(Schema.String, { exact: true }),
+  created_after: Schema.optionalWith(DateTimeParam, { exact: true }),
+  created_before: Schema.optionalWith(DateTimeParam, { exact: true })
+})
+
+export const IdPath = Schema.Struct({ id: Schema.String })
+export const SubmissionPath = Schema.Struct({ id: Schema.String, submissionId: Schema.String })
+export const DeliveryPath = Schema.Struct({ id: Schema.String, deliveryId: Schema.String })
+
+/** 1 to 255 printable ASCII characters (space to tilde). */
+export const IDEMPOTENCY_KEY = /^[\x20-\x7e]{1,255}$/
+
+export const IdempotencyHeaders = Schema.Struct({
+  "idempotency-key": Schema.optionalWith(
+    Schema.String.annotations({ description: "1 to 255 printable ASCII characters; see Idempotency" }),
+    { exact: true }
+  )
+})

@@ -1,0 +1,265 @@
+/**
+ * The wire format of API v1: snake_case fields, ISO 8601 timestamps with three fraction
+ * digits, and the response envelope. These schemas describe what travels; the domain's
+ * records are mapped onto them in mappers.ts.
+ */
+import { HttpApiSchema } from "@effect/platform"
+import { Schema } from "effect"
+
+/** `2026-11-21T10:00:00.000Z`: what `new Date(ms).toISOString()` renders. */
+export const Timestamp = Schema.String.annotations({
+  identifier: "Timestamp",
+  description: "ISO 8601 UTC date-time with millisecond precision",
+  examples: ["2026-11-21T10:00:00.000Z"]
+})
+
+// ---------------------------------------------------------------- envelope
+
+/**
+ * `{ success: true, data }` on the wire, `data` in code. The status and identifier are
+ * given in one annotation call: re-annotating would drop the identifier.
+ */
+export const success = <A, I>(identifier: string, data: Schema.Schema<A, I>, status = 200) =>
+  Schema.transform(Schema.Struct({ success: Schema.Literal(true), data }), Schema.typeSchema(data), {
+    strict: true,
+    decode: (envelope) => envelope.data,
+    encode: (value) => ({ success: true as const, data: value })
+  }).annotations(HttpApiSchema.annotations({ status, identifier }))
+
+export const ErrorBody = Schema.Struct({
+  success: Schema.Literal(false),
+  error: Schema.Struct({
+    code: Schema.String,
+    message: Schema.String,
+    details: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.Unknown }))
+  })
+})
+export type ErrorBody = typeof ErrorBody.Type
+
+/** The error envelope as declared for one status (the body is the same for every code). */
+const failure = (status: number, description: string) =>
+  ErrorBody.annotations(HttpApiSchema.annotations({ status, identifier: `Error${status}`, description }))
+
+export const BadRequest = failure(400, "validation_failed: body or parameters failed validation")
+export const Unauthorized = failure(401, "authentication_required")
+export const Forbidden = failure(403, "insufficient_scopes, feature_not_available or workspace_archived")
+export const NotFound = failure(404, "resource_not_found")
+export const ConflictError = failure(409, "conflict or idempotency_conflict")
+export const Unprocessable = failure(422, "validation_failed: semantically invalid")
+export const TooManyRequests = failure(429, "rate_limit_exceeded or plan_limit_exceeded")
+export const ServerError = failure(500, "internal_error")
+
+// ---------------------------------------------------------------- shared
+
+export const Pagination = Schema.Struct({
+  has_more: Schema.Boolean,
+  next_cursor: Schema.NullOr(Schema.String)
+}).annotations({ identifier: "Pagination" })
+export type Pagination = typeof Pagination.Type
+
+export const ScopeName = Schema.Literal(
+  "read:intake-bots",
+  "write:intake-bots",
+  "read:submissions",
+  "read:contacts",
+  "read:records",
+  "manage:webhooks"
+)
+
+// ---------------------------------------------------------------- intake bots
+
+export const FieldTypeName = Schema.Literal(
+  "text",
+  "long_text",
+  "email",
+  "phone",
+  "url",
+  "number",
+  "boolean",
+  "date",
+  "select",
+  "multi_select"
+)
+
+export const SchemaFieldWire = Schema.Struct({
+  name: Schema.String,
+  label: Schema.String,
+  type: FieldTypeName,
+  required: Schema.optional(Schema.Boolean),
+  options: Schema.optional(Schema.Array(Schema.String))
+}).annotations({ identifier: "SchemaField" })
+export type SchemaFieldWire = typeof SchemaFieldWire.Type
+
+/** In the submissions list: the current schema with name, label and type only. */
+export const SchemaFieldSummary = Schema.Struct({
+  name: Schema.String,
+  label: Schema.String,
+  type: FieldTypeName
+}).annotations({ identifier: "SchemaFieldSummary" })
+
+/** A literal union that reports one issue naming every allowed value. */
+export const oneOf = <const L extends ReadonlyArray<string>>(...literals: L) =>
+  Schema.Literal(...literals).annotations({
+    message: () => `must be one of ${literals.map((literal) => `"${literal}"`).join(", ")}`
+  })
+
+export const BotStatusName = oneOf("ACTIVE", "PAUSED", "ARCHIVED")
+
+export const IntakeBotListItemWire = Schema.Struct({
+  id: Schema.String,
+  name: Schema.String,
+  status: BotStatusName,
+  submission_count: Schema.Number,
+  created_at: Timestamp,
+  updated_at: Timestamp
+}).annotations({ identifier: "IntakeBotListItem" })
+export type IntakeBotListItemWire = typeof IntakeBotListItemWire.Type
+
+export const IntakeBotWire = Schema.Struct({
+  id: Schema.String,
+  name: Schema.String,
+  status: BotStatusName,
+  description: Schema.String,
+  share_url: Schema.String,
+  schema: Schema.Array(SchemaFieldWire),
+  created_at: Timestamp,
+  updated_at: Timestamp
+}).annotations({ identifier: "IntakeBot" })
+export type IntakeBotWire = typeof IntakeBotWire.Type
+
+// ---------------------------------------------------------------- submissions
+
+export const SubmissionStatusName = oneOf("IN_PROGRESS", "COMPLETED", "ABANDONED")
+
+export const FieldValueWire = Schema.Union(
+  Schema.String,
+  Schema.Number,
+  Schema.Boolean,
+  Schema.Array(Schema.String),
+  Schema.Null
+)
+
+export const MessageWire = Schema.Struct({
+  id: Schema.String,
+  role: Schema.String,
+  content: Schema.String,
+  created_at: Timestamp
+}).annotations({ identifier: "Message" })
+
+export const SubmissionListItemWire = Schema.Struct({
+  id: Schema.String,
+  data: Schema.Record({ key: Schema.String, value: FieldValueWire }),
+  status: SubmissionStatusName,
+  ai_summary: Schema.String,
+  is_test: Schema.Boolean,
+  file_count: Schema.Number,
+  message_count: Schema.Number,
+  schema_version: Schema.Number,
+  created_at: Timestamp,
+  updated_at: Timestamp
+}).annotations({ identifier: "SubmissionListItem" })
+export type SubmissionListItemWire = typeof SubmissionListItemWire.Type
+
+export const SubmissionWire = Schema.Struct({
+  id: Schema.String,
+  data: Schema.Record({ key: Schema.String, value: FieldValueWire }),
+  status: SubmissionStatusName,
+  ai_summary: Schema.String,
+  is_test: Schema.Boolean,
+  file_count: Schema.Number,
+  schema_version: Schema.Number,
+  intake_bot_id: Schema.String,
+  messages: Schema.Array(MessageWire),
+  created_at: Timestamp,
+  updated_at: Timestamp
+}).annotations({ identifier: "Submission" })
+export type SubmissionWire = typeof SubmissionWire.Type
+
+/** What POST /intake-bots/:id/submissions answers. */
+export const CreatedSubmissionWire = Schema.Struct({
+  id: Schema.String,
+  status: SubmissionStatusName,
+  created_at: Timestamp
+}).annotations({ identifier: "CreatedSubmission" })
+
+// ---------------------------------------------------------------- webhooks
+
+export const WebhookStatusName = oneOf("active", "paused", "disabled")
+
+const webhookFields = {
+  id: Schema.String,
+  url: Schema.String,
+  events: Schema.Array(Schema.String),
+  status: WebhookStatusName,
+  description: Schema.String,
+  intake_bot_ids: Schema.Array(Schema.String),
+  last_delivery_at: Schema.NullOr(Timestamp),
+  last_delivery_ok: Schema.NullOr(Schema.Boolean),
+  consecutive_fails: Schema.Number,
+  created_at: Timestamp,
+  updated_at: Timestamp
+}
+
+export const WebhookWire = Schema.Struct(webhookFields).annotations({ identifier: "Webhook" })
+export type WebhookWire = typeof WebhookWire.Type
+
+/** Only the create response carries the secret. */
+export const WebhookWithSecretWire = Schema.Struct({ ...webhookFields, secret: Schema.String }).annotations({
+  identifier: "WebhookWithSecret"
+})
+export type WebhookWithSecretWire = typeof WebhookWithSecretWire.Type
+
+export const DeliveryWire = Schema.Struct({
+  id: Schema.String,
+  webhook_id: Schema.String,
+  event_id: Schema.String,
+  event_type: Schema.String,
+  attempt: Schema.Number,
+  trigger: Schema.Literal("event", "retry", "test", "redeliver"),
+  status: Schema.Literal("pending", "succeeded", "failed"),
+  response_status: Schema.NullOr(Schema.Number),
+  response_body: Schema.NullOr(Schema.String),
+  error: Schema.NullOr(Schema.String),
+  duration_ms: Schema.NullOr(Schema.Number),
+  next_retry_at: Schema.NullOr(Timestamp),
+  created_at: Timestamp
+}).annotations({ identifier: "Delivery" })
+export type DeliveryWire = typeof DeliveryWire.Type
+
+// ---------------------------------------------------------------- operator interface
+
+export const PlanName = oneOf("free", "pro", "business")
+
+export const WorkspaceWire = Schema.Struct({
+  id: Schema.String,
+  name: Schema.String,
+  plan: PlanName,
+  status: Schema.Literal("active", "archived"),
+  monthly_submission_quota: Schema.NullOr(Schema.Number),
+  rate_limit_per_minute: Schema.NullOr(Schema.Number),
+  created_at: Timestamp,
+  updated_at: Timestamp
+}).annotations({ identifier: "Workspace" })
+export type WorkspaceWire = typeof WorkspaceWire.Type
+
+export const ApiKeyWire = Schema.Struct({
+  id: Schema.String,
+  workspace_id: Schema.String,
+  name: Schema.NullOr(Schema.String),
+  scopes: Schema.Array(ScopeName),
+  expires_at: Schema.NullOr(Timestamp),
+  last_used_at: Schema.NullOr(Timestamp),
+  revoked_at: Schema.NullOr(Timestamp),
+  created_at: Timestamp
+}).annotations({ identifier: "ApiKey" })
+export type ApiKeyWire = typeof ApiKeyWire.Type
+
+/** The create answer: the full key, shown this once. */
+export const IssuedApiKeyWire = Schema.Struct({
+  id: Schema.String,
+  key: Schema.String,
+  scopes: Schema.Array(ScopeName),
+  expires_at: Schema.NullOr(Timestamp),
+  created_at: Timestamp
+}).annotations({ identifier: "IssuedApiKey" })
+export type IssuedApiKeyWire = typeof IssuedApiKeyWire.Type
