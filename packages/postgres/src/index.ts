@@ -1,5 +1,6 @@
 export * from "./access.js"
 export * from "./data-dir-lock.js"
+export * from "./database-status.js"
 export * from "./migrations.js"
 export * from "./migrator.js"
 export * from "./pglite-client.js"
