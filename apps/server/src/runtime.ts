@@ -7,7 +7,14 @@ import * as Path from "node:path"
 import type { SqlClient } from "@effect/sql"
 import { UseCasesLive, WebhookSettings } from "@intake/domain"
 import { MemoryPortsLive } from "@intake/memory"
-import { databaseIsEmpty, PglitePortsLive, PostgresPortsLive, pingDatabase } from "@intake/postgres"
+import {
+  databaseIsEmpty,
+  PglitePortsLive,
+  PostgresPortsLive,
+  pgPortsOn,
+  pingDatabase,
+  type SqlDatabase
+} from "@intake/postgres"
 import { Effect, Layer, type Redacted } from "effect"
 import { StoreStatus } from "./database.js"
 
@@ -40,6 +47,13 @@ const onSql = <E>(
   description: string,
   options: RuntimeOptions
 ) => withUseCases(Layer.provideMerge(sqlStoreStatus(description), ports), options)
+
+/** Every use case over the ports on a database client layer (tests pass a fresh database). */
+export const sqlRuntime = <E>(
+  database: Layer.Layer<SqlDatabase, E>,
+  description: string,
+  options: RuntimeOptions
+) => onSql(pgPortsOn(database), description, options)
 
 /** On a PostgreSQL server; builds after the pending migrations are applied. */
 export const postgresRuntime = (url: Redacted.Redacted, options: RuntimeOptions) =>

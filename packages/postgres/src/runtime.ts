@@ -39,6 +39,9 @@ export const MigrationsLive = Layer.effectDiscard(runMigrations())
 export const migrated = <E>(client: Layer.Layer<PgClient.PgClient | SqlClient.SqlClient, E>) =>
   MigrationsLive.pipe(Layer.provideMerge(client))
 
+/** What a database layer provides: `PgClient` (pg or PGlite) and the same client as `SqlClient`. */
+export type SqlDatabase = PgClient.PgClient | SqlClient.SqlClient
+
 /** Every port over a database client layer (migrated when built). */
 export const pgPortsOn = <E>(database: Layer.Layer<PgClient.PgClient | SqlClient.SqlClient, E>) => {
   const repositories = Layer.mergeAll(
