@@ -14,6 +14,7 @@ import {
   type RateLimitDecision
 } from "@intake/domain"
 import { Clock, Effect, Option, Redacted } from "effect"
+import { StoreStatus } from "./database.js"
 import { adminRoutes } from "./handlers-admin.js"
 import { v1Routes } from "./handlers-v1.js"
 import { Readiness } from "./readiness.js"
@@ -34,29 +35,42 @@ export interface AppOptions {
 
 const ok = () => json({ success: true, data: { status: "ok" } }, 200)
 
-/** 200 when every configured backing service answers, else 503 naming those that do not. */
+const unavailable: Record<string, string> = {
+  database: "The database is not available.",
+  redis: "Redis is not available."
+}
+
+/**
+ * 200 while the store and every other configured service (Redis) answer; 503 in the
+ * envelope naming what does not (and nothing of the cause) while one does not.
+ */
 const ready = Effect.gen(function* () {
+  const store = yield* StoreStatus
+  const database = yield* store.ping.pipe(
+    Effect.as(true),
+    Effect.catchAll((error) =>
+      Effect.as(Effect.logWarning("readiness: the database does not answer", error), false)
+    )
+  )
   const readiness = yield* Effect.serviceOption(Readiness)
-  if (Option.isNone(readiness)) return ok()
-  const answers = yield* readiness.value.check
-  const checks = Object.fromEntries(
+  const others = Option.isSome(readiness) ? yield* readiness.value.check : {}
+  const answers: Record<string, boolean> = { database, ...others }
+  const services = Object.fromEntries(
     Object.entries(answers).map(([name, up]) => [name, up ? "ok" : "unavailable"])
   )
   const down = Object.keys(answers).filter((name) => !answers[name])
-  if (Object.keys(answers).length === 0) return ok()
-  return down.length === 0
-    ? json({ success: true, data: { status: "ok", checks } }, 200)
-    : json(
-        {
-          success: false,
-          error: {
-            code: "not_ready",
-            message: `Not ready: ${down.join(", ")} not answering.`,
-            details: { checks }
-          }
-        },
-        503
-      )
+  if (down.length === 0) return json({ success: true, data: { status: "ok", ...services } }, 200)
+  return json(
+    {
+      success: false,
+      error: {
+        code: "service_unavailable",
+        message: down.map((name) => unavailable[name] ?? `${name} is not available.`).join(" "),
+        details: services
+      }
+    },
+    503
+  )
 })
 
 let openApiDocument: unknown

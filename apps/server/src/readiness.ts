@@ -1,9 +1,9 @@
 /**
- * What /readyz asks: every backing service the runtime was configured with (decisions.md
- * section 9: the database, and Redis when configured). A runtime without the service
- * (the embedded one) is always ready.
+ * What /readyz asks beside the store (StoreStatus): the other backing services the runtime
+ * was configured with, Redis when REDIS_URL is set (decisions.md section 9). A runtime
+ * without this service has none.
  */
-import { Context, Effect, Layer } from "effect"
+import { Context, Effect } from "effect"
 
 /** Each check answers whether its service answers; it must not fail and should be quick. */
 export type ReadinessChecks = Readonly<Record<string, Effect.Effect<boolean>>>
@@ -30,6 +30,3 @@ export const readinessOf = (checks: ReadinessChecks, timeoutMs = 2_000): Readine
     { concurrency: "unbounded" }
   )
 })
-
-export const makeReadiness = (checks: ReadinessChecks, timeoutMs = 2_000) =>
-  Layer.succeed(Readiness, readinessOf(checks, timeoutMs))

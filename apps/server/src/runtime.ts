@@ -1,13 +1,26 @@
 /**
- * The embedded runtime: every use case over the in-memory adapters (one MemoryDatabase),
- * with the webhook settings of the configuration. With a Redis URL, rate limits and
- * key-cache invalidation go through Redis instead, so they hold across instances.
+ * The runtimes: every use case over one set of adapters, with the webhook settings of
+ * the configuration. `pnpm start` runs on PostgreSQL when DATABASE_URL is set, else on
+ * PGlite under INTAKE_DATA_DIR; the in-memory runtime serves the HTTP tests. With a Redis
+ * URL, rate limits and key-cache invalidation go through Redis, so they hold across
+ * instances; otherwise they stay in-process.
  */
+import * as Path from "node:path"
+import type { SqlClient } from "@effect/sql"
 import { type AccessSettings, makeUseCasesLayer, WebhookSettings } from "@intake/domain"
 import { MemoryPortsLive } from "@intake/memory"
+import {
+  databaseIsEmpty,
+  PglitePortsLive,
+  PostgresPortsLive,
+  pgPortsOn,
+  pingDatabase,
+  type SqlDatabase
+} from "@intake/postgres"
 import { RedisConnection, RedisLive } from "@intake/redis"
 import { Effect, Layer, Option, Redacted } from "effect"
-import { makeReadiness, Readiness, readinessOf } from "./readiness.js"
+import { StoreStatus } from "./database.js"
+import { Readiness, readinessOf } from "./readiness.js"
 
 export interface RuntimeOptions {
   readonly webhookAllowPrivateNetworks: boolean
@@ -21,7 +34,7 @@ export interface RuntimeOptions {
 
 /**
  * Redis's RateLimiter and AccessInvalidation in place of those of `ports`, and a readiness
- * check that pings it; `ports` as they are (always ready) without a URL.
+ * check that pings it; `ports` as they are without a URL.
  */
 export const withSharedAccessState = <A, E, R>(
   ports: Layer.Layer<A, E, R>,
@@ -29,7 +42,7 @@ export const withSharedAccessState = <A, E, R>(
   keyPrefix?: string
 ) =>
   Option.match(redisUrl, {
-    onNone: () => Layer.merge(ports, makeReadiness({})),
+    onNone: () => ports,
     onSome: (url) =>
       // The right side of a merge wins: Redis's services replace the in-process ones.
       Layer.merge(
@@ -45,12 +58,58 @@ export const withSharedAccessState = <A, E, R>(
       )
   })
 
-export const embeddedRuntime = (options: RuntimeOptions) =>
+const withUseCases = <ROut, E>(ports: Layer.Layer<ROut, E>, options: RuntimeOptions) =>
   makeUseCasesLayer(options.access).pipe(
     Layer.provideMerge(
       Layer.merge(
-        withSharedAccessState(MemoryPortsLive, options.redisUrl ?? Option.none(), options.redisKeyPrefix),
+        withSharedAccessState(ports, options.redisUrl ?? Option.none(), options.redisKeyPrefix),
         WebhookSettings.layer({ allowPrivateNetworks: options.webhookAllowPrivateNetworks })
       )
     )
   )
+
+export const embeddedRuntime = (options: RuntimeOptions) => withUseCases(MemoryPortsLive, options)
+
+/** StoreStatus over the SqlClient of the ports. */
+const sqlStoreStatus = (description: string) =>
+  Layer.effect(
+    StoreStatus,
+    Effect.map(Effect.context<SqlClient.SqlClient>(), (context) => ({
+      ping: Effect.provide(pingDatabase, context),
+      isEmpty: Effect.provide(databaseIsEmpty, context),
+      description
+    }))
+  )
+
+const onSql = <E>(
+  ports: Layer.Layer<SqlClient.SqlClient | Layer.Layer.Success<ReturnType<typeof PostgresPortsLive>>, E>,
+  description: string,
+  options: RuntimeOptions
+) => withUseCases(Layer.provideMerge(sqlStoreStatus(description), ports), options)
+
+/** Every use case over the ports on a database client layer (tests pass a fresh database). */
+export const sqlRuntime = <E>(
+  database: Layer.Layer<SqlDatabase, E>,
+  description: string,
+  options: RuntimeOptions
+) => onSql(pgPortsOn(database), description, options)
+
+/** On a PostgreSQL server; builds after the pending migrations are applied. */
+export const postgresRuntime = (url: Redacted.Redacted, options: RuntimeOptions) =>
+  onSql(PostgresPortsLive({ url }), "PostgreSQL", options)
+
+/** On PGlite with its files under `dataDir`, which it locks; builds after the migrations. */
+export const pgliteRuntime = (dataDir: string, options: RuntimeOptions) =>
+  onSql(PglitePortsLive(dataDir), `embedded database in ${Path.resolve(dataDir)}`, options)
+
+/** The runtime the configuration asks for. */
+export const configuredRuntime = (
+  config: {
+    readonly databaseUrl: { _tag: "Some"; value: Redacted.Redacted } | { _tag: "None" }
+    readonly dataDir: string
+  },
+  options: RuntimeOptions
+) =>
+  config.databaseUrl._tag === "Some"
+    ? postgresRuntime(config.databaseUrl.value, options)
+    : pgliteRuntime(config.dataDir, options)

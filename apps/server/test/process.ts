@@ -3,7 +3,9 @@
  * `pnpm start` runs it, on a free port, stopped when the test's scope closes.
  */
 import { type ChildProcess, spawn } from "node:child_process"
+import { mkdtempSync, rmSync } from "node:fs"
 import { createServer } from "node:net"
+import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { performance } from "node:perf_hooks"
 import { Effect } from "effect"
@@ -48,10 +50,20 @@ export interface ServerProcess {
   readonly demoKey: string | undefined
 }
 
-/** Starts a server with `env` and waits until it listens; killed when the scope closes. */
+/** A data directory of its own for the embedded database, removed when the scope closes. */
+const temporaryDataDir = Effect.acquireRelease(
+  Effect.sync(() => mkdtempSync(join(tmpdir(), "intake-process-"))),
+  (dir) => Effect.sync(() => rmSync(dir, { recursive: true, force: true }))
+)
+
+/**
+ * Starts a server with `env` and waits until it listens; killed when the scope closes.
+ * Without DATABASE_URL it runs on the embedded database in a temporary directory.
+ */
 export const startServer = (env: Record<string, string>) =>
   Effect.gen(function* () {
     const port = yield* freePort
+    if (env.DATABASE_URL === undefined) env = { INTAKE_DATA_DIR: yield* temporaryDataDir, ...env }
     const child = yield* Effect.acquireRelease(
       Effect.sync(() =>
         spawn(tsx, ["src/main.ts"], { cwd: serverDir, env: environment({ ...env, PORT: String(port) }) })
@@ -98,13 +110,15 @@ export const startServer = (env: Record<string, string>) =>
     } satisfies ServerProcess
   })
 
-/** One request, timed on the client side. */
+/** One request, timed on the client side; `sentAt` and `receivedAt` in epoch ms bracket the server's now. */
 export const timedGet = (baseUrl: string, path: string, key?: string) =>
   Effect.promise(async () => {
+    const sentAt = Date.now()
     const started = performance.now()
     const response = await fetch(`${baseUrl}${path}`, {
       headers: key === undefined ? {} : { authorization: `Bearer ${key}` }
     })
     const body = await response.text()
-    return { status: response.status, headers: response.headers, body, ms: performance.now() - started }
+    const ms = performance.now() - started
+    return { status: response.status, headers: response.headers, body, ms, sentAt, receivedAt: Date.now() }
   })

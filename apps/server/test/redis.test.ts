@@ -39,7 +39,7 @@ withRedis("server with REDIS_URL", () => {
 
         const up = yield* call(baseUrl, "GET", "/readyz")
         expect(up.status).toBe(200)
-        expect(up.body).toEqual({ success: true, data: { status: "ok", checks: { redis: "ok" } } })
+        expect(up.body).toEqual({ success: true, data: { status: "ok", database: "ok", redis: "ok" } })
 
         yield* Effect.promise(proxy.stop)
         const down = yield* call(baseUrl, "GET", "/readyz")
@@ -47,9 +47,9 @@ withRedis("server with REDIS_URL", () => {
         expect(down.body).toEqual({
           success: false,
           error: {
-            code: "not_ready",
-            message: "Not ready: redis not answering.",
-            details: { checks: { redis: "unavailable" } }
+            code: "service_unavailable",
+            message: "Redis is not available.",
+            details: { database: "ok", redis: "unavailable" }
           }
         })
         // Liveness is not readiness: the process still runs.
@@ -60,29 +60,33 @@ withRedis("server with REDIS_URL", () => {
           Effect.repeat({ until: (answer) => answer.status === 200 }),
           Effect.timeout("5 seconds")
         )
-        expect(back.body).toEqual({ success: true, data: { status: "ok", checks: { redis: "ok" } } })
+        expect(back.body).toEqual({ success: true, data: { status: "ok", database: "ok", redis: "ok" } })
       })
   )
 
-  it.scopedLive("pointed at a closed port, the server starts, serves with headers, and is not ready", () =>
-    Effect.gen(function* () {
-      const port = yield* Effect.promise(closedPort)
-      const server = yield* startServer({
-        REDIS_URL: `redis://127.0.0.1:${port}`,
-        REDIS_KEY_PREFIX: uniquePrefix()
-      })
-      const answers = yield* Effect.forEach(Array.from({ length: 20 }), () =>
-        timedGet(server.baseUrl, "/v1/intake-bots", server.demoKey)
-      )
-      for (const answer of answers) {
-        expect(answer.status).toBe(200)
-        expect(limitHeaders(answer.headers)).toMatchObject({ limit: 100, remaining: 99 })
-      }
-      expect((yield* timedGet(server.baseUrl, "/readyz")).status).toBe(503)
-      // The state change is logged once, not per request.
-      const { stdout } = server.output()
-      expect(stdout.match(/rate limiter unavailable/g)).toHaveLength(1)
-    })
+  it.scopedLive(
+    "pointed at a closed port, the server starts, serves with headers, and is not ready",
+    () =>
+      Effect.gen(function* () {
+        const port = yield* Effect.promise(closedPort)
+        const server = yield* startServer({
+          REDIS_URL: `redis://127.0.0.1:${port}`,
+          REDIS_KEY_PREFIX: uniquePrefix()
+        })
+        const answers = yield* Effect.forEach(Array.from({ length: 20 }), () =>
+          timedGet(server.baseUrl, "/v1/intake-bots", server.demoKey)
+        )
+        for (const answer of answers) {
+          expect(answer.status).toBe(200)
+          expect(limitHeaders(answer.headers)).toMatchObject({ limit: 100, remaining: 99 })
+        }
+        expect((yield* timedGet(server.baseUrl, "/readyz")).status).toBe(503)
+        // The state change is logged once, not per request.
+        const { stdout } = server.output()
+        expect(stdout.match(/rate limiter unavailable/g)).toHaveLength(1)
+      }),
+    // Starting a server process takes seconds, more on a loaded machine.
+    120_000
   )
 
   it.scopedLive(
@@ -141,6 +145,6 @@ withRedis("server with REDIS_URL", () => {
         expect(stdout.match(/rate limiter unavailable/g)).toHaveLength(1)
         expect(stdout.match(/rate limiter answers again/g)).toHaveLength(1)
       }),
-    60_000
+    120_000
   )
 })
