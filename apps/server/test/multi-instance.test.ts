@@ -5,7 +5,7 @@
 import { performance } from "node:perf_hooks"
 import { expect, it } from "@effect/vitest"
 import { freshDatabaseUrl } from "@intake/postgres"
-import { redisUrl, uniquePrefix, withRedis } from "@intake/redis/test-support"
+import { redisUrl, scopedPrefix, withRedis } from "@intake/redis/test-support"
 import { Effect } from "effect"
 import { ADMIN_TOKEN, call } from "./harness.js"
 import { type ServerProcess, startServer, timedGet } from "./process.js"
@@ -46,7 +46,7 @@ withRedis("two server processes on one database", () => {
     "with one Redis: 200 requests of one Pro key over both get exactly 100 successes and 100 429s, with agreeing headers",
     () =>
       Effect.gen(function* () {
-        const [a, b] = yield* twoInstances({ REDIS_URL: redisUrl, REDIS_KEY_PREFIX: uniquePrefix() })
+        const [a, b] = yield* twoInstances({ REDIS_URL: redisUrl, REDIS_KEY_PREFIX: yield* scopedPrefix })
         const tenant = yield* provision(a.baseUrl, { plan: "pro", rateLimitPerMinute: null })
         const answers = yield* Effect.forEach(
           Array.from({ length: 200 }, (_, i) => (i % 2 === 0 ? a : b)),
@@ -91,7 +91,7 @@ withRedis("two server processes on one database", () => {
     "with one Redis: a key revoked through the admin API of A is refused by B within a second",
     () =>
       Effect.gen(function* () {
-        const [a, b] = yield* twoInstances({ REDIS_URL: redisUrl, REDIS_KEY_PREFIX: uniquePrefix() })
+        const [a, b] = yield* twoInstances({ REDIS_URL: redisUrl, REDIS_KEY_PREFIX: yield* scopedPrefix })
         const tenant = yield* provision(a.baseUrl)
         // B has the key in its cache.
         expect((yield* timedGet(b.baseUrl, "/v1/intake-bots", tenant.key)).status).toBe(200)

@@ -3,7 +3,14 @@
  * when Redis goes away, at no added latency, and enforces limits again when it returns.
  */
 import { expect, it } from "@effect/vitest"
-import { closedPort, median, startRedisProxy, uniquePrefix, withRedis } from "@intake/redis/test-support"
+import {
+  closedPort,
+  median,
+  scopedPrefix,
+  startRedisProxy,
+  uniquePrefix,
+  withRedis
+} from "@intake/redis/test-support"
 import { Effect, Layer, Option, Redacted } from "effect"
 import { embeddedRuntime } from "../src/runtime.js"
 import { BaseUrl, call, testServer } from "./harness.js"
@@ -71,7 +78,7 @@ withRedis("server with REDIS_URL", () => {
         const port = yield* Effect.promise(closedPort)
         const server = yield* startServer({
           REDIS_URL: `redis://127.0.0.1:${port}`,
-          REDIS_KEY_PREFIX: uniquePrefix()
+          REDIS_KEY_PREFIX: yield* scopedPrefix
         })
         const answers = yield* Effect.forEach(Array.from({ length: 20 }), () =>
           timedGet(server.baseUrl, "/v1/intake-bots", server.demoKey)
@@ -96,7 +103,7 @@ withRedis("server with REDIS_URL", () => {
         const proxy = yield* Effect.acquireRelease(Effect.promise(startRedisProxy), (p) =>
           Effect.promise(p.stop)
         )
-        const server = yield* startServer({ REDIS_URL: proxy.url, REDIS_KEY_PREFIX: uniquePrefix() })
+        const server = yield* startServer({ REDIS_URL: proxy.url, REDIS_KEY_PREFIX: yield* scopedPrefix })
         const key = server.demoKey
         expect(key).toBeDefined()
         const get = () => timedGet(server.baseUrl, "/v1/intake-bots", key)

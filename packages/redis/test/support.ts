@@ -55,6 +55,22 @@ export const deleteKeysWithPrefix = async (client: Redis, prefix: string) => {
   } while (cursor !== "0")
 }
 
+/** Deletes every key under `prefix` through a short-lived connection; quiet when Redis is gone. */
+const cleanUp = (prefix: string) =>
+  Effect.promise(async () => {
+    const client = new Redis(redisUrl, { lazyConnect: true, maxRetriesPerRequest: 1 })
+    try {
+      await deleteKeysWithPrefix(client, prefix)
+    } catch {
+      // Nothing to clean when Redis is gone.
+    } finally {
+      client.disconnect()
+    }
+  })
+
+/** A fresh prefix for a scope (e.g. REDIS_KEY_PREFIX of server processes); its keys are deleted when it closes. */
+export const scopedPrefix = Effect.acquireRelease(Effect.sync(uniquePrefix), cleanUp)
+
 /**
  * A connection under a fresh prefix; when the layer's scope closes, every key under that
  * prefix is deleted, through a connection of its own to the test Redis (a test may have
@@ -62,20 +78,7 @@ export const deleteKeysWithPrefix = async (client: Redis, prefix: string) => {
  */
 export const testConnection = (settings: Partial<RedisSettings> = {}) => {
   const keyPrefix = settings.keyPrefix ?? uniquePrefix()
-  const cleanup = Layer.scopedDiscard(
-    Effect.addFinalizer(() =>
-      Effect.promise(async () => {
-        const client = new Redis(redisUrl, { lazyConnect: true, maxRetriesPerRequest: 1 })
-        try {
-          await deleteKeysWithPrefix(client, keyPrefix)
-        } catch {
-          // Nothing to clean when Redis is gone.
-        } finally {
-          client.disconnect()
-        }
-      })
-    )
-  )
+  const cleanup = Layer.scopedDiscard(Effect.addFinalizer(() => cleanUp(keyPrefix)))
   return Layer.merge(RedisConnectionLive({ url: redisUrl, ...settings, keyPrefix }), cleanup)
 }
 
