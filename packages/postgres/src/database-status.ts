@@ -4,11 +4,14 @@ import type { StorageUnavailable } from "@intake/domain"
 import { Duration, Effect } from "effect"
 import { storageFailure, stored } from "./storage.js"
 
-/** Succeeds when the database answers `SELECT 1` within two seconds. */
+/** Succeeds when the database answers `SELECT 1` within two seconds; fails by then otherwise. */
 export const pingDatabase: Effect.Effect<void, StorageUnavailable, SqlClient.SqlClient> = Effect.flatMap(
   SqlClient.SqlClient,
   (sql) =>
     stored("ping")(sql`SELECT 1`).pipe(
+      // The server runs each request uninterruptibly (HttpApp.toHandled), where a timeout
+      // would wait for the query to give up by itself (the pool's connect timeout).
+      Effect.interruptible,
       Effect.timeoutFail({
         duration: Duration.seconds(2),
         onTimeout: () => storageFailure("ping", "timeout")

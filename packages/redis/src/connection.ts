@@ -118,6 +118,7 @@ export const RedisConnectionLive = (settings: Partial<RedisSettings> & Pick<Redi
         client,
         open: (name, overrides) => openConnection(complete, name, overrides),
         ping: Effect.tryPromise(() => client.ping()).pipe(
+          Effect.interruptible,
           Effect.map((answer) => answer === "PONG"),
           Effect.timeout(complete.commandTimeoutMs),
           Effect.orElseSucceed(() => false)

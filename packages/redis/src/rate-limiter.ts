@@ -71,6 +71,8 @@ export const makeRedisRateLimiter = (client: Redis, keyPrefix: string): RateLimi
           script[COMMAND](bucketKey(keyPrefix, bucket), limit, windowMs, `${instance}:${sequence++}`),
         catch: (cause) => new StorageUnavailable({ operation: "RateLimiter.hit", cause })
       }).pipe(
+        // A server may run requests uninterruptibly: the domain's 3 s bound must still be able to cut this wait.
+        Effect.interruptible,
         Effect.map(([allowed, remaining, resetAt, now]) => ({
           allowed: allowed === 1,
           limit,
