@@ -191,6 +191,9 @@ export const makeAccessLayer = (overrides: Partial<AccessSettings> = {}) =>
           const now = yield* Clock.currentTimeMillis
           if (now < openUntil) return openDecision(limit, now)
           return yield* limiter.hit(bucket, limit, RATE_LIMIT_WINDOW_MS).pipe(
+            // HTTP servers run requests uninterruptibly; without this the timeout could not
+            // stop a hanging limiter and would wait for it, whatever the adapter does.
+            Effect.interruptible,
             Effect.timeoutFail({
               duration: Duration.millis(settings.limiterTimeoutMs),
               onTimeout: () => "limiter timed out" as const

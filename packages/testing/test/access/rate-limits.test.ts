@@ -149,6 +149,19 @@ describe("rate limits fail open", () => {
       }).pipe(Effect.provide(accessTestLayer({ rateLimiter: ControlledRateLimiter })))
   )
 
+  it.effect("a hanging limiter is cut after 3 s also inside an uninterruptible request", () =>
+    Effect.gen(function* () {
+      const control = yield* LimiterControl
+      const access = yield* Access
+      const principal = yield* principalOf()
+      yield* control.setMode("hang")
+      // As @effect/platform runs every request.
+      const waiting = yield* Effect.fork(Effect.uninterruptible(access.limitKey(principal)))
+      yield* TestClock.adjust(3_000)
+      expect(yield* Fiber.join(waiting)).toMatchObject({ allowed: true, limit: 100 })
+    }).pipe(Effect.provide(accessTestLayer({ rateLimiter: ControlledRateLimiter })))
+  )
+
   it.effect("timeout and cool-down are settings", () =>
     Effect.gen(function* () {
       const control = yield* LimiterControl
