@@ -4,7 +4,7 @@
  */
 import { HttpServer } from "@effect/platform"
 import { NodeRuntime } from "@effect/platform-node"
-import { Console, Effect, Layer, Option } from "effect"
+import { Console, Duration, Effect, Layer, Option } from "effect"
 import { describeConfigError, serverConfig } from "./config.js"
 import { demoBanner, seedDemo } from "./demo.js"
 import { embeddedRuntime } from "./runtime.js"
@@ -28,7 +28,11 @@ const program = Effect.gen(function* () {
       )
     )
   }
-  const services = embeddedRuntime({ webhookAllowPrivateNetworks: config.webhookAllowPrivateNetworks })
+  const services = embeddedRuntime({
+    webhookAllowPrivateNetworks: config.webhookAllowPrivateNetworks,
+    webhookRetrySchedule: config.webhookRetrySchedule.map(Duration.toMillis),
+    webhookDisableAfterMs: Duration.toMillis(config.webhookDisableAfter)
+  })
   const server = serverLayer({ port: config.port, adminToken: config.adminToken }).pipe(
     Layer.provideMerge(services)
   )
