@@ -71,12 +71,14 @@ export const runDispatcher = (options: DispatcherOptions) =>
     yield* Effect.forever(
       Effect.gen(function* () {
         const full = yield* fill
-        // Every slot filled: more may be due, look again as soon as one frees.
-        const wait = full ? Queue.take(slotFreed) : Effect.race(wakeups.next, Queue.take(slotFreed))
-        yield* Effect.race(
-          wait,
-          Effect.flatMap(sleepMs, (ms) => Effect.sleep(Duration.millis(ms)))
-        )
+        // Every slot busy: more may be due, look again as soon as one frees (not before).
+        if (full)
+          yield* Effect.race(Queue.take(slotFreed), Effect.sleep(Duration.millis(options.pollIntervalMs)))
+        else
+          yield* Effect.race(
+            Effect.race(wakeups.next, Queue.take(slotFreed)),
+            Effect.flatMap(sleepMs, (ms) => Effect.sleep(Duration.millis(ms)))
+          )
       })
     )
   }).pipe(Effect.scoped)

@@ -386,7 +386,8 @@ export const DeliveriesLive = Layer.effect(
                           eventType: delivery.eventType,
                           attempt: delivery.attempt + 1,
                           trigger: "retry",
-                          createdAt: finishedAt
+                          // Strictly after the attempt it follows, so the log's order (newest first) holds.
+                          createdAt: Math.max(finishedAt, delivery.createdAt + 1)
                         }),
                         dueAt: nextRetryAt
                       }
