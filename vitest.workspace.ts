@@ -1,4 +1,33 @@
 // The test projects, one per package or app that has tests. vitest.config.ts feeds this
 // list to `test.projects`. The domain's own tests live in packages/testing, so that
 // packages/domain holds nothing that imports more than effect.
-export default ["packages/testing", "packages/memory", "packages/api", "apps/server", "apps/worker"]
+export default [
+  "packages/testing",
+  "packages/memory",
+  "packages/postgres",
+  "packages/api",
+  "apps/server",
+  "apps/worker",
+  // The server's HTTP tests again, with the server on PostgreSQL (a fresh database per test
+  // layer) and on the embedded default, PGlite (in memory).
+  {
+    test: {
+      name: "server-postgres",
+      root: "./apps/server",
+      include: ["test/{auth,requests,resources,webhooks}.test.ts"],
+      env: { INTAKE_SERVER_TEST_STORE: "postgres" },
+      testTimeout: 60_000,
+      hookTimeout: 60_000
+    }
+  },
+  {
+    test: {
+      name: "server-pglite",
+      root: "./apps/server",
+      include: ["test/{auth,requests,resources,webhooks}.test.ts"],
+      env: { INTAKE_SERVER_TEST_STORE: "pglite" },
+      testTimeout: 60_000,
+      hookTimeout: 60_000
+    }
+  }
+]

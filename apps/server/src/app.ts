@@ -14,6 +14,7 @@ import {
   type RateLimitDecision
 } from "@intake/domain"
 import { Clock, Effect, Option, Redacted } from "effect"
+import { StoreStatus } from "./database.js"
 import { adminRoutes } from "./handlers-admin.js"
 import { v1Routes } from "./handlers-v1.js"
 import {
@@ -32,6 +33,25 @@ export interface AppOptions {
 }
 
 const ok = () => json({ success: true, data: { status: "ok" } }, 200)
+
+/** 200 while the store answers; 503 in the envelope (and nothing of the cause) while it does not. */
+const ready = Effect.flatMap(StoreStatus, (store) =>
+  store.ping.pipe(
+    Effect.as(json({ success: true, data: { status: "ok", database: "ok" } }, 200)),
+    Effect.catchAll((error) =>
+      Effect.as(
+        Effect.logWarning("readiness: the database does not answer", error),
+        json(
+          {
+            success: false,
+            error: { code: "service_unavailable", message: "The database is not available." }
+          },
+          503
+        )
+      )
+    )
+  )
+)
 
 let openApiDocument: unknown
 const openApi = () => {
@@ -114,7 +134,8 @@ export const makeApp = (options: AppOptions) =>
           ? yield* admin(request, url, options.adminToken.value)
           : routeNotFound()
       }
-      if (request.method === "GET" && (path === "/healthz" || path === "/readyz")) return ok()
+      if (request.method === "GET" && path === "/healthz") return ok()
+      if (request.method === "GET" && path === "/readyz") return yield* ready
       if (request.method === "GET" && path === "/openapi.json") return openApi()
       if (request.method === "GET" && path === "/docs") return HttpServerResponse.html(DOCS_HTML)
       return routeNotFound()

@@ -31,10 +31,10 @@ export const seedDemo = Effect.gen(function* () {
 })
 
 /** The one-time print of the demo key, with a ready-to-paste request. */
-export const demoBanner = (demo: Demo, baseUrl: string): string =>
+export const demoBanner = (demo: Demo, baseUrl: string, store = "embedded in-memory store"): string =>
   [
     "",
-    "Demo workspace created on the embedded in-memory store (data is lost on exit).",
+    `Demo workspace created in the ${store}.`,
     `API key (shown once): ${demo.key}`,
     "Try:",
     `  curl -H "Authorization: Bearer ${demo.key}" ${baseUrl}/v1/intake-bots`,

@@ -1,26 +1,22 @@
 /**
- * `pnpm start`: reads the configuration, starts the server on the embedded in-memory
- * runtime and, the store being empty, creates the demo workspace and prints its key once.
+ * `pnpm start`: reads the configuration, starts the server on PostgreSQL (DATABASE_URL)
+ * or on the embedded database under INTAKE_DATA_DIR, migrated first, and, when the store
+ * is empty, creates the demo workspace and prints its key once.
  */
+import * as Path from "node:path"
 import { HttpServer } from "@effect/platform"
 import { NodeRuntime } from "@effect/platform-node"
 import { Console, Duration, Effect, Layer, Option } from "effect"
 import { describeConfigError, serverConfig } from "./config.js"
+import { StoreStatus } from "./database.js"
 import { demoBanner, seedDemo } from "./demo.js"
-import { embeddedRuntime } from "./runtime.js"
+import { configuredRuntime } from "./runtime.js"
 import { serverLayer, serverPort } from "./server.js"
 
 class StartupError extends Error {}
 
 const program = Effect.gen(function* () {
   const config = yield* Effect.mapError(serverConfig, (error) => new StartupError(describeConfigError(error)))
-  if (Option.isSome(config.databaseUrl)) {
-    return yield* Effect.fail(
-      new StartupError(
-        "DATABASE_URL is set but the PostgreSQL adapter is not part of this build; unset it to run on the embedded in-memory store."
-      )
-    )
-  }
   if (Option.isSome(config.redisUrl)) {
     return yield* Effect.fail(
       new StartupError(
@@ -28,23 +24,38 @@ const program = Effect.gen(function* () {
       )
     )
   }
-  const services = embeddedRuntime({
-    webhookAllowPrivateNetworks: config.webhookAllowPrivateNetworks,
-    webhookRetrySchedule: config.webhookRetrySchedule.map(Duration.toMillis),
-    webhookDisableAfterMs: Duration.toMillis(config.webhookDisableAfter)
-  })
+  // A relative INTAKE_DATA_DIR is relative to where `pnpm start` was typed, not to apps/server.
+  const dataDir = Path.resolve(process.env.INIT_CWD ?? process.cwd(), config.dataDir)
+  const services = configuredRuntime(
+    { databaseUrl: config.databaseUrl, dataDir },
+    {
+      webhookAllowPrivateNetworks: config.webhookAllowPrivateNetworks,
+      webhookRetrySchedule: config.webhookRetrySchedule.map(Duration.toMillis),
+      webhookDisableAfterMs: Duration.toMillis(config.webhookDisableAfter)
+    }
+  )
   const server = serverLayer({ port: config.port, adminToken: config.adminToken }).pipe(
     Layer.provideMerge(services)
   )
   return yield* Effect.gen(function* () {
     const port = serverPort(yield* HttpServer.HttpServer)
     const baseUrl = `http://localhost:${port}`
-    yield* Effect.logInfo(`Intake listening on ${baseUrl}/v1 (embedded in-memory store)`)
-    const demo = yield* seedDemo
-    // The one place a full key is printed: straight to stdout, not through the logger.
-    yield* Console.log(demoBanner(demo, baseUrl))
+    const store = yield* StoreStatus
+    yield* Effect.logInfo(`Intake listening on ${baseUrl}/v1 (${store.description})`)
+    if (yield* store.isEmpty) {
+      const demo = yield* seedDemo
+      // The one place a full key is printed: straight to stdout, not through the logger.
+      yield* Console.log(demoBanner(demo, baseUrl, store.description))
+    } else {
+      yield* Console.log(
+        `Using the existing data of the ${store.description}; its demo key was printed at the first start.`
+      )
+    }
     return yield* Effect.never
-  }).pipe(Effect.provide(server))
+  }).pipe(
+    Effect.provide(server),
+    Effect.catchTag("DataDirectoryLocked", (locked) => Effect.fail(new StartupError(locked.message)))
+  )
 }).pipe(
   Effect.catchAll((error) =>
     Effect.zipRight(

@@ -4,25 +4,8 @@
  */
 import { HttpServerResponse } from "@effect/platform"
 import type { ApiError, RateLimitDecision } from "@intake/domain"
-import { InternalError, notFound, RateLimitExceeded } from "@intake/domain"
+import { InternalError, isApiError, notFound, RateLimitExceeded } from "@intake/domain"
 import { Cause, Effect, Option } from "effect"
-
-const API_ERROR_TAGS = new Set([
-  "AuthenticationRequired",
-  "InsufficientScopes",
-  "FeatureNotAvailable",
-  "WorkspaceArchived",
-  "ResourceNotFound",
-  "ValidationFailed",
-  "RateLimitExceeded",
-  "PlanLimitExceeded",
-  "IdempotencyConflict",
-  "Conflict",
-  "InternalError"
-])
-
-export const isApiError = (u: unknown): u is ApiError =>
-  typeof u === "object" && u !== null && "_tag" in u && API_ERROR_TAGS.has((u as { _tag: string })._tag)
 
 export const errorBody = (error: ApiError) => {
   const details = error.details

@@ -11,13 +11,14 @@ import {
   Access,
   Idempotency,
   invalid,
+  isApiError,
   type Principal,
   type StoredResponse,
   type ValidationFailed
 } from "@intake/domain"
 import { Context, Effect, Option, ParseResult, type Schema, SchemaAST } from "effect"
 import { readJsonBody } from "./body.js"
-import { errorBody, isApiError, json } from "./responses.js"
+import { errorBody, json } from "./responses.js"
 
 export interface Input<P, U, B> {
   readonly path: P
@@ -54,16 +55,27 @@ const compile = (path: string) => {
   return { pattern: new RegExp(`^${source}/?$`), names }
 }
 
+const decodeParams = (names: ReadonlyArray<string>, found: RegExpExecArray) => {
+  const params: Record<string, string> = {}
+  try {
+    names.forEach((name, i) => {
+      params[name] = decodeURIComponent(found[i + 1]!)
+    })
+  } catch {
+    return undefined
+  }
+  return params
+}
+
 /** The route for `pathname`, or undefined when no route serves it with this method. */
 export const match = <R>(routes: ReadonlyArray<Route<R>>, method: string, pathname: string) => {
   for (const route of routes) {
     if (route.method !== method) continue
     const found = route.pattern.exec(pathname)
     if (found === null) continue
-    const params: Record<string, string> = {}
-    route.names.forEach((name, i) => {
-      params[name] = decodeURIComponent(found[i + 1]!)
-    })
+    const params = decodeParams(route.names, found)
+    // A malformed percent-escape names no resource: the path matches nothing.
+    if (params === undefined) return undefined
     return { route, params }
   }
   return undefined

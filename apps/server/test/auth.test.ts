@@ -164,10 +164,13 @@ layer(realServer({ admin: false }), { excludeTestServices: true })(
     it.effect("answers /healthz and /readyz without a key", () =>
       Effect.gen(function* () {
         const baseUrl = yield* BaseUrl
-        for (const path of ["/healthz", "/readyz"]) {
+        for (const [path, data] of [
+          ["/healthz", { status: "ok" }],
+          ["/readyz", { status: "ok", database: "ok" }]
+        ] as const) {
           const answer = yield* call(baseUrl, "GET", path)
           expect(answer.status).toBe(200)
-          expect(answer.body).toEqual({ success: true, data: { status: "ok" } })
+          expect(answer.body).toEqual({ success: true, data })
           expectHeaders(answer, { rateLimit: false })
         }
       })

@@ -23,7 +23,8 @@ layer(realServer(), { excludeTestServices: true })("routes, parameters and bodie
           ["DELETE", `/v1/intake-bots/${tenant.botId}`],
           ["GET", "/v1/webhooks/wh_1/test"],
           ["POST", "/v1/webhooks/wh_1/deliveries"],
-          ["GET", "/v1/webhooks/wh_1/deliveries/dlv_1/redeliver"]
+          ["GET", "/v1/webhooks/wh_1/deliveries/dlv_1/redeliver"],
+          ["GET", "/v1/intake-bots/%E0%A4%A"]
         ] as const) {
           const answer = yield* call(baseUrl, method, path, { key: tenant.key })
           expect(expectError(answer, 404, "resource_not_found")).toEqual({ resource: "route" })

@@ -1,6 +1,8 @@
 /** `pnpm start`'s entry point, run as a child process the way the script runs it. */
 import { type ChildProcess, spawn } from "node:child_process"
+import { mkdtempSync } from "node:fs"
 import { createServer } from "node:net"
+import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { expect, it } from "@effect/vitest"
 import { Effect } from "effect"
@@ -29,9 +31,17 @@ const cleanEnv = (extra: Record<string, string>) => {
   return { ...env, ...extra }
 }
 
+/** A fresh data directory per start unless one is given: no test writes into the work tree. */
+const tempDataDir = () => mkdtempSync(join(tmpdir(), "intake-start-"))
+
 const start = (env: Record<string, string>) =>
   Effect.acquireRelease(
-    Effect.sync(() => spawn(tsx, ["src/main.ts"], { cwd: serverDir, env: cleanEnv(env) })),
+    Effect.sync(() =>
+      spawn(tsx, ["src/main.ts"], {
+        cwd: serverDir,
+        env: cleanEnv({ INTAKE_DATA_DIR: tempDataDir(), ...env })
+      })
+    ),
     (child) => Effect.sync(() => child.exitCode === null && child.kill("SIGTERM"))
   )
 
@@ -94,17 +104,59 @@ it.live(
 )
 
 it.live(
-  "refuses DATABASE_URL clearly, without creating a demo key",
+  "a restart on the same data directory keeps the demo workspace, its key and its data; a second start on it fails clearly",
   () =>
     Effect.gen(function* () {
-      const port = yield* freePort
-      const child = yield* start({ PORT: String(port), DATABASE_URL: "postgres://localhost/intake" })
-      const result = yield* output(child, /$^/)
-      expect(result.code).not.toBe(0)
-      expect(result.stderr).toMatch(
-        /DATABASE_URL is set but the PostgreSQL adapter is not part of this build/
+      const dataDir = tempDataDir()
+      const { key, botId } = yield* Effect.scoped(
+        Effect.gen(function* () {
+          const port = yield* freePort
+          const first = yield* start({ PORT: String(port), INTAKE_DATA_DIR: dataDir })
+          const { stdout } = yield* output(first, /curl .*\/v1\/intake-bots\n/)
+          const key = /Bearer (svc_live_[A-Za-z0-9]+)/.exec(stdout)![1]!
+          const auth = { authorization: `Bearer ${key}`, "content-type": "application/json" }
+          const bots = yield* Effect.promise(() =>
+            fetch(`http://localhost:${port}/v1/intake-bots`, { headers: auth }).then(
+              (r) => r.json() as Promise<{ data: { intake_bots: Array<{ id: string }> } }>
+            )
+          )
+          const botId = bots.data.intake_bots[0]!.id
+          const created = yield* Effect.promise(() =>
+            fetch(`http://localhost:${port}/v1/intake-bots/${botId}/submissions`, {
+              method: "POST",
+              headers: auth,
+              body: JSON.stringify({ data: { name: "Ada", email: "ada@example.com" } })
+            })
+          )
+          expect(created.status).toBe(201)
+
+          const second = yield* start({ PORT: String(yield* freePort), INTAKE_DATA_DIR: dataDir })
+          const refused = yield* output(second, /$^/)
+          expect(refused.code).not.toBe(0)
+          expect(refused.stderr).toMatch(/is in use by another Intake process/)
+          expect(refused.stdout).not.toMatch(/svc_live_/)
+
+          first.kill("SIGTERM")
+          yield* output(first, /$^/)
+          return { key, botId }
+        })
       )
-      expect(result.stdout).not.toMatch(/svc_live_/)
-    }).pipe(Effect.scoped),
-  60_000
+      yield* Effect.scoped(
+        Effect.gen(function* () {
+          const port = yield* freePort
+          const again = yield* start({ PORT: String(port), INTAKE_DATA_DIR: dataDir })
+          const { stdout } = yield* output(again, /existing data/)
+          expect(stdout).not.toMatch(/svc_live_/)
+          const listed = yield* Effect.promise(() =>
+            fetch(`http://localhost:${port}/v1/intake-bots/${botId}/submissions`, {
+              headers: { authorization: `Bearer ${key}` }
+            }).then((r) => r.json() as Promise<{ data: { submissions: Array<{ data: unknown }> } }>)
+          )
+          expect(listed.data.submissions.map((submission) => submission.data)).toEqual([
+            { name: "Ada", email: "ada@example.com" }
+          ])
+        })
+      )
+    }),
+  120_000
 )

@@ -1,8 +1,10 @@
 /** The real server on the embedded runtime, provisioned through the admin API. */
 
 import { expect } from "@effect/vitest"
+import type { MemoryDatabase } from "@intake/memory"
+import { layerPglite, PostgresTestDatabase } from "@intake/postgres"
 import { Clock, Effect, Layer } from "effect"
-import { embeddedRuntime } from "../src/runtime.js"
+import { embeddedRuntime, type RuntimeOptions, sqlRuntime } from "../src/runtime.js"
 import type { Answer } from "./harness.js"
 import { ADMIN_TOKEN, call, testServer } from "./harness.js"
 
@@ -21,6 +23,23 @@ const ShiftedClock: Clock.Clock = {
   sleep: (duration) => base.sleep(duration)
 }
 
+/**
+ * The store under the HTTP tests: in-memory by default; INTAKE_SERVER_TEST_STORE=postgres
+ * puts each test layer on a fresh PostgreSQL database, =pglite on an in-memory PGlite.
+ */
+type Services = Exclude<Layer.Layer.Success<ReturnType<typeof embeddedRuntime>>, MemoryDatabase>
+
+const runtimeFor = (options: RuntimeOptions): Layer.Layer<Services, unknown> => {
+  switch (process.env.INTAKE_SERVER_TEST_STORE) {
+    case "postgres":
+      return sqlRuntime(PostgresTestDatabase(), "PostgreSQL", options)
+    case "pglite":
+      return sqlRuntime(layerPglite({}), "PGlite", options)
+    default:
+      return embeddedRuntime(options)
+  }
+}
+
 export const realServer = (
   options: {
     readonly allowPrivateNetworks?: boolean
@@ -30,7 +49,7 @@ export const realServer = (
   } = {}
 ) =>
   testServer(
-    embeddedRuntime({
+    runtimeFor({
       webhookAllowPrivateNetworks: options.allowPrivateNetworks ?? false,
       ...(options.retrySchedule === undefined ? {} : { webhookRetrySchedule: options.retrySchedule })
     }),

@@ -222,6 +222,24 @@ export type ApiError =
   | Conflict
   | InternalError
 
+const apiErrorClasses = [
+  AuthenticationRequired,
+  InsufficientScopes,
+  FeatureNotAvailable,
+  WorkspaceArchived,
+  ResourceNotFound,
+  ValidationFailed,
+  RateLimitExceeded,
+  PlanLimitExceeded,
+  IdempotencyConflict,
+  Conflict,
+  InternalError
+] as const
+
+/** True for an error of the catalog, which a client may see as itself. */
+export const isApiError = (u: unknown): u is ApiError =>
+  apiErrorClasses.some((errorClass) => u instanceof errorClass)
+
 export const notFound = (resource: ResourceKind): ResourceNotFound =>
   new ResourceNotFound({ message: `The ${resource.replace("_", " ")} was not found.`, resource })
 

@@ -1,0 +1,139 @@
+/**
+ * The schema, as an ordered list of migrations. Applied migrations are never edited:
+ * a change is a new entry. The SQL runs on Postgres 15 (production, CI) and on PGlite's
+ * Postgres 18 alike.
+ *
+ * Conventions: ids are `text COLLATE "C"` so that the database orders them byte-wise,
+ * as the domain's cursors do; timestamps are `timestamptz(3)` (a JS Date has
+ * milliseconds); documents are `json`, not `jsonb`, so that a stored response or a
+ * submission's data comes back with its keys in the order they were given.
+ */
+export interface Migration {
+  readonly id: number
+  readonly name: string
+  readonly statements: ReadonlyArray<string>
+}
+
+export const migrations: ReadonlyArray<Migration> = [
+  {
+    id: 1,
+    name: "initial schema",
+    statements: [
+      `CREATE TABLE workspaces (
+        id text COLLATE "C" PRIMARY KEY,
+        name text NOT NULL,
+        plan text NOT NULL,
+        status text NOT NULL,
+        monthly_submission_quota integer,
+        rate_limit_per_minute integer,
+        created_at timestamptz(3) NOT NULL,
+        updated_at timestamptz(3) NOT NULL
+      )`,
+      `CREATE TABLE api_keys (
+        id text COLLATE "C" PRIMARY KEY,
+        workspace_id text COLLATE "C" NOT NULL REFERENCES workspaces (id) ON DELETE CASCADE,
+        name text,
+        key_hash text COLLATE "C" NOT NULL UNIQUE,
+        scopes json NOT NULL,
+        expires_at timestamptz(3),
+        revoked_at timestamptz(3),
+        last_used_at timestamptz(3),
+        created_at timestamptz(3) NOT NULL
+      )`,
+      `CREATE INDEX api_keys_workspace ON api_keys (workspace_id)`,
+      `CREATE TABLE intake_bots (
+        id text COLLATE "C" PRIMARY KEY,
+        workspace_id text COLLATE "C" NOT NULL REFERENCES workspaces (id) ON DELETE CASCADE,
+        name text NOT NULL,
+        description text NOT NULL,
+        status text NOT NULL,
+        share_slug text COLLATE "C" NOT NULL UNIQUE,
+        schema json NOT NULL,
+        schema_version integer NOT NULL,
+        created_at timestamptz(3) NOT NULL,
+        updated_at timestamptz(3) NOT NULL
+      )`,
+      // The list order and filter: a workspace's bots, newest first.
+      `CREATE INDEX intake_bots_list ON intake_bots (workspace_id, created_at DESC, id DESC)`,
+      `CREATE TABLE submissions (
+        id text COLLATE "C" PRIMARY KEY,
+        workspace_id text COLLATE "C" NOT NULL REFERENCES workspaces (id) ON DELETE CASCADE,
+        intake_bot_id text COLLATE "C" NOT NULL REFERENCES intake_bots (id) ON DELETE CASCADE,
+        data json NOT NULL,
+        status text NOT NULL,
+        ai_summary text NOT NULL,
+        is_test boolean NOT NULL,
+        file_count integer NOT NULL,
+        schema_version integer NOT NULL,
+        created_at timestamptz(3) NOT NULL,
+        updated_at timestamptz(3) NOT NULL
+      )`,
+      // Serves the list (a bot's submissions, newest first, within a created range) and
+      // the submission_count of the bots list (an index count per bot).
+      `CREATE INDEX submissions_list ON submissions (intake_bot_id, created_at DESC, id DESC)`,
+      `CREATE INDEX submissions_workspace ON submissions (workspace_id)`,
+      `CREATE TABLE messages (
+        id text COLLATE "C" PRIMARY KEY,
+        submission_id text COLLATE "C" NOT NULL REFERENCES submissions (id) ON DELETE CASCADE,
+        position integer NOT NULL,
+        role text NOT NULL,
+        content text NOT NULL,
+        created_at timestamptz(3) NOT NULL,
+        UNIQUE (submission_id, position)
+      )`,
+      `CREATE TABLE submission_usage (
+        workspace_id text COLLATE "C" NOT NULL REFERENCES workspaces (id) ON DELETE CASCADE,
+        period text COLLATE "C" NOT NULL,
+        used integer NOT NULL,
+        PRIMARY KEY (workspace_id, period)
+      )`,
+      `CREATE TABLE contacts (
+        id text COLLATE "C" PRIMARY KEY,
+        workspace_id text COLLATE "C" NOT NULL REFERENCES workspaces (id) ON DELETE CASCADE,
+        email text NOT NULL,
+        name text,
+        created_at timestamptz(3) NOT NULL
+      )`,
+      `CREATE UNIQUE INDEX contacts_email ON contacts (workspace_id, lower(email))`,
+      // The outbox names its sources without foreign keys: an event outlives its
+      // submission, so a redelivery can tell that the source is gone.
+      `CREATE TABLE domain_events (
+        id text COLLATE "C" PRIMARY KEY,
+        workspace_id text COLLATE "C" NOT NULL,
+        type text NOT NULL,
+        intake_bot_id text COLLATE "C" NOT NULL,
+        submission_id text COLLATE "C" NOT NULL,
+        contact_id text COLLATE "C",
+        created_at timestamptz(3) NOT NULL
+      )`,
+      `CREATE INDEX domain_events_created ON domain_events (created_at, id)`,
+      `CREATE TABLE webhook_endpoints (
+        id text COLLATE "C" PRIMARY KEY,
+        workspace_id text COLLATE "C" NOT NULL,
+        url text NOT NULL,
+        events json NOT NULL,
+        status text NOT NULL,
+        description text NOT NULL,
+        intake_bot_ids json NOT NULL,
+        secret text NOT NULL,
+        last_delivery_at timestamptz(3),
+        last_delivery_ok boolean,
+        consecutive_fails integer NOT NULL,
+        failing_since timestamptz(3),
+        created_at timestamptz(3) NOT NULL,
+        updated_at timestamptz(3) NOT NULL
+      )`,
+      `CREATE INDEX webhook_endpoints_list ON webhook_endpoints (workspace_id, created_at DESC, id DESC)`,
+      `CREATE TABLE idempotency_records (
+        api_key_id text COLLATE "C" NOT NULL,
+        key text COLLATE "C" NOT NULL,
+        fingerprint text NOT NULL,
+        response json NOT NULL,
+        created_at timestamptz(3) NOT NULL,
+        expires_at timestamptz(3) NOT NULL,
+        PRIMARY KEY (api_key_id, key)
+      )`,
+      `CREATE INDEX idempotency_records_expiry ON idempotency_records (expires_at)`
+    ]
+  }
+]

@@ -1,0 +1,67 @@
+/**
+ * Every port on Postgres (or on PGlite, the embedded default), mirroring MemoryPortsLive:
+ * the same services, so the composition root swaps one for the other. Building the layer
+ * runs the pending migrations and starts the idempotency purge. Rate limits and access
+ * invalidation stay in-process here (Redis provides them when configured).
+ */
+
+import type { SqlClient } from "@effect/sql"
+import * as PgClient from "@effect/sql-pg/PgClient"
+import { BuiltInSummarizerLive } from "@intake/domain"
+import {
+  MemoryAccessInvalidation,
+  MemoryRateLimiter,
+  NodeAddressResolver,
+  PlatformLive
+} from "@intake/memory"
+import { Layer } from "effect"
+import { PgApiKeyRepository, PgWorkspaceRepository } from "./access.js"
+import { runMigrations } from "./migrator.js"
+import { layerPglite } from "./pglite-client.js"
+import { IdempotencyPurgeLive } from "./purge.js"
+import { PgSubmissionPortsLive } from "./submissions.js"
+import { PgUnitOfWork } from "./unit-of-work.js"
+import { PgWebhookPortsLive } from "./webhooks.js"
+
+/** Every repository, the outbox, the idempotency store and the unit of work, over a SqlClient. */
+export const PgRepositoriesLive = Layer.mergeAll(
+  PgWorkspaceRepository,
+  PgApiKeyRepository,
+  PgSubmissionPortsLive,
+  PgWebhookPortsLive,
+  PgUnitOfWork
+)
+
+/** Runs the pending migrations when built. */
+export const MigrationsLive = Layer.effectDiscard(runMigrations())
+
+/** A client layer, migrated before anything uses it. */
+export const migrated = <E>(client: Layer.Layer<PgClient.PgClient | SqlClient.SqlClient, E>) =>
+  MigrationsLive.pipe(Layer.provideMerge(client))
+
+/** What a database layer provides: `PgClient` (pg or PGlite) and the same client as `SqlClient`. */
+export type SqlDatabase = PgClient.PgClient | SqlClient.SqlClient
+
+/** Every port over a database client layer (migrated when built). */
+export const pgPortsOn = <E>(database: Layer.Layer<PgClient.PgClient | SqlClient.SqlClient, E>) => {
+  const repositories = Layer.mergeAll(
+    PgRepositoriesLive,
+    MemoryRateLimiter,
+    MemoryAccessInvalidation,
+    BuiltInSummarizerLive,
+    NodeAddressResolver
+  )
+  return Layer.merge(repositories, IdempotencyPurgeLive().pipe(Layer.provide(PgWebhookPortsLive))).pipe(
+    Layer.provideMerge(PlatformLive),
+    Layer.provideMerge(migrated(database))
+  )
+}
+
+/** Every port on a PostgreSQL server (e.g. `{ url: Redacted.make(DATABASE_URL) }`). */
+export const PostgresPortsLive = (config: PgClient.PgClientConfig) => pgPortsOn(PgClient.layer(config))
+
+/** Every port on PGlite with its files under `dataDir` (created if missing, locked while in use). */
+export const PglitePortsLive = (dataDir: string) => pgPortsOn(layerPglite({ dataDir }))
+
+/** Every port on a fresh in-memory PGlite: for tests. */
+export const PgliteTestLayer = pgPortsOn(layerPglite({}))

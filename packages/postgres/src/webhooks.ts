@@ -1,0 +1,160 @@
+/** Webhook endpoints and the idempotency store on Postgres. */
+import { SqlClient } from "@effect/sql"
+import {
+  IdempotencyConflict,
+  IdempotencyStore,
+  type PageRequest,
+  PlanLimitExceeded,
+  type StoredResponse,
+  type WebhookEndpoint,
+  WebhookRepository
+} from "@intake/domain"
+import { Effect, Layer, Option } from "effect"
+import { afterPosition, pageFrom } from "./paging.js"
+import {
+  fromJson,
+  type Row,
+  stored,
+  toDate,
+  toDateOrNull,
+  toMillis,
+  toMillisOrNull,
+  toNumber
+} from "./storage.js"
+
+/** A page of a workspace's webhook endpoints, newest first. */
+export const listWebhooksQuery = (sql: SqlClient.SqlClient, workspaceId: string, page: PageRequest) =>
+  sql<Row>`SELECT * FROM webhook_endpoints w
+    WHERE ${sql.and([sql`w.workspace_id = ${workspaceId}`, ...afterPosition(sql, "w", page.after)])}
+    ORDER BY w.created_at DESC, w.id DESC
+    LIMIT ${page.limit + 1}`
+
+const endpointFromRow = (row: Row): WebhookEndpoint => ({
+  id: row.id as string,
+  workspaceId: row.workspace_id as string,
+  url: row.url as string,
+  events: fromJson<WebhookEndpoint["events"]>(row.events),
+  status: row.status as WebhookEndpoint["status"],
+  description: row.description as string,
+  intakeBotIds: fromJson<WebhookEndpoint["intakeBotIds"]>(row.intake_bot_ids),
+  secret: row.secret as string,
+  lastDeliveryAt: toMillisOrNull(row.last_delivery_at),
+  lastDeliveryOk: row.last_delivery_ok as boolean | null,
+  consecutiveFails: toNumber(row.consecutive_fails),
+  failingSince: toMillisOrNull(row.failing_since),
+  createdAt: toMillis(row.created_at),
+  updatedAt: toMillis(row.updated_at)
+})
+
+export const PgWebhookRepository = Layer.effect(
+  WebhookRepository,
+  Effect.map(SqlClient.SqlClient, (sql) => {
+    const findOne = (rows: ReadonlyArray<Row>) => Option.map(Option.fromNullable(rows[0]), endpointFromRow)
+    return WebhookRepository.of({
+      // The workspace's advisory lock serializes the count and the insert.
+      insertWithinCap: (e, max) =>
+        stored("webhooks.insertWithinCap")(
+          sql.withTransaction(
+            Effect.gen(function* () {
+              yield* sql`SELECT pg_advisory_xact_lock(hashtextextended(${`intake:webhooks:${e.workspaceId}`}, 0))`
+              const [counted] =
+                yield* sql<Row>`SELECT count(*) AS current FROM webhook_endpoints WHERE workspace_id = ${e.workspaceId}`
+              const current = toNumber(counted?.current ?? 0)
+              if (current >= max)
+                return yield* new PlanLimitExceeded({
+                  message: `The plan allows ${max} webhook endpoints.`,
+                  resource: "webhook_endpoints",
+                  current,
+                  max
+                })
+              yield* sql`INSERT INTO webhook_endpoints (id, workspace_id, url, events, status, description, intake_bot_ids, secret,
+                  last_delivery_at, last_delivery_ok, consecutive_fails, failing_since, created_at, updated_at)
+                VALUES (${e.id}, ${e.workspaceId}, ${e.url}, ${JSON.stringify(e.events)}::json, ${e.status}, ${e.description},
+                  ${JSON.stringify(e.intakeBotIds)}::json, ${e.secret}, ${toDateOrNull(e.lastDeliveryAt)}, ${e.lastDeliveryOk},
+                  ${e.consecutiveFails}, ${toDateOrNull(e.failingSince)}, ${toDate(e.createdAt)}, ${toDate(e.updatedAt)})`
+            })
+          )
+        ),
+      update: (e) =>
+        stored("webhooks.update")(
+          Effect.asVoid(sql`UPDATE webhook_endpoints SET url = ${e.url}, events = ${JSON.stringify(e.events)}::json,
+              status = ${e.status}, description = ${e.description}, intake_bot_ids = ${JSON.stringify(e.intakeBotIds)}::json,
+              secret = ${e.secret}, last_delivery_at = ${toDateOrNull(e.lastDeliveryAt)}, last_delivery_ok = ${e.lastDeliveryOk},
+              consecutive_fails = ${e.consecutiveFails}, failing_since = ${toDateOrNull(e.failingSince)},
+              updated_at = ${toDate(e.updatedAt)}
+            WHERE id = ${e.id}`)
+        ),
+      findInWorkspace: (workspaceId, id) =>
+        stored("webhooks.findInWorkspace")(
+          Effect.map(
+            sql<Row>`SELECT * FROM webhook_endpoints WHERE id = ${id} AND workspace_id = ${workspaceId}`,
+            findOne
+          )
+        ),
+      list: (workspaceId, page) =>
+        stored("webhooks.list")(
+          Effect.map(listWebhooksQuery(sql, workspaceId, page), (rows) =>
+            pageFrom(rows, page.limit, endpointFromRow)
+          )
+        ),
+      delete: (workspaceId, id) =>
+        stored("webhooks.delete")(
+          Effect.map(
+            sql<Row>`DELETE FROM webhook_endpoints WHERE id = ${id} AND workspace_id = ${workspaceId} RETURNING id`,
+            (rows) => rows.length > 0
+          )
+        )
+    })
+  })
+)
+
+/**
+ * The in-flight marker is a transaction-scoped advisory lock on (api key, idempotency
+ * key): a concurrent duplicate does not wait for the first request but is answered
+ * idempotency_conflict at once; once the first commits, the lock is gone and its stored
+ * response replays.
+ */
+export const PgIdempotencyStore = Layer.effect(
+  IdempotencyStore,
+  Effect.map(SqlClient.SqlClient, (sql) =>
+    IdempotencyStore.of({
+      claim: (scope, fingerprint, now) =>
+        stored("idempotency.claim")(
+          Effect.gen(function* () {
+            const [lock] = yield* sql<Row>`SELECT pg_try_advisory_xact_lock(
+              hashtextextended(${`intake:idempotency:${scope.apiKeyId}|${scope.key}`}, 0)) AS locked`
+            if (lock?.locked !== true)
+              return yield* new IdempotencyConflict({
+                message: "A request with this Idempotency-Key is still in progress."
+              })
+            const [record] = yield* sql<Row>`SELECT fingerprint, response FROM idempotency_records
+              WHERE api_key_id = ${scope.apiKeyId} AND key = ${scope.key} AND expires_at > ${toDate(now)}`
+            if (record === undefined) return { _tag: "Fresh" } as const
+            if (record.fingerprint !== fingerprint)
+              return yield* new IdempotencyConflict({
+                message: "This Idempotency-Key was used with another request."
+              })
+            return { _tag: "Replay", response: fromJson<StoredResponse>(record.response) } as const
+          })
+        ),
+      complete: (scope, fingerprint, response, createdAt, expiresAt) =>
+        stored("idempotency.complete")(
+          Effect.asVoid(sql`INSERT INTO idempotency_records (api_key_id, key, fingerprint, response, created_at, expires_at)
+            VALUES (${scope.apiKeyId}, ${scope.key}, ${fingerprint}, ${JSON.stringify(response)}::json,
+                    ${toDate(createdAt)}, ${toDate(expiresAt)})
+            ON CONFLICT (api_key_id, key) DO UPDATE SET fingerprint = EXCLUDED.fingerprint, response = EXCLUDED.response,
+              created_at = EXCLUDED.created_at, expires_at = EXCLUDED.expires_at`)
+        ),
+      purgeExpired: (now) =>
+        stored("idempotency.purgeExpired")(
+          Effect.map(
+            sql<Row>`WITH purged AS (DELETE FROM idempotency_records WHERE expires_at <= ${toDate(now)} RETURNING 1)
+              SELECT count(*) AS purged FROM purged`,
+            (rows) => toNumber(rows[0]?.purged ?? 0)
+          )
+        )
+    })
+  )
+)
+
+export const PgWebhookPortsLive = Layer.mergeAll(PgWebhookRepository, PgIdempotencyStore)

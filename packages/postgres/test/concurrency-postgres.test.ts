@@ -1,0 +1,141 @@
+/**
+ * The rules that must hold under concurrency, on the real PostgreSQL (many connections,
+ * READ COMMITTED), through the real use cases.
+ */
+
+import { SqlClient } from "@effect/sql"
+import { expect, layer } from "@effect/vitest"
+import {
+  Idempotency,
+  IdempotencyStore,
+  IntakeBots,
+  Provisioning,
+  type SubmissionDetail,
+  Submissions,
+  UnitOfWork,
+  UseCasesLive,
+  WebhookSettings,
+  WorkspaceRepository
+} from "@intake/domain"
+import { newIntakeBot, validSubmissionData } from "@intake/testing"
+import { Clock, Deferred, Duration, Effect, Either, Fiber, Layer, Option } from "effect"
+import { pgPortsOn } from "../src/runtime.js"
+import { PostgresTestDatabase } from "../src/test-database.js"
+import { describePostgres } from "./support.js"
+
+const runtime = UseCasesLive.pipe(
+  Layer.provideMerge(pgPortsOn(PostgresTestDatabase(undefined, { maxConnections: 20 }))),
+  Layer.provide(WebhookSettings.layer({ allowPrivateNetworks: false }))
+)
+
+const scene = (monthlySubmissionQuota: number | null = null) =>
+  Effect.gen(function* () {
+    const provisioning = yield* Provisioning
+    const workspace = yield* provisioning.createWorkspace({ name: "Acme", plan: "pro" })
+    const repository = yield* WorkspaceRepository
+    const stored = Option.getOrThrow(yield* repository.findById(workspace.id))
+    yield* repository.update({ ...stored, monthlySubmissionQuota })
+    const issued = yield* provisioning.createApiKey(workspace.id, { scopes: ["write:intake-bots"] })
+    const bot = yield* (yield* IntakeBots).create(workspace.id, newIntakeBot())
+    return { workspace, apiKeyId: issued.apiKey.id, bot }
+  })
+
+const storedCount = (workspaceId: string) =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) =>
+    Effect.map(
+      sql<{ n: string }>`SELECT count(*) AS n FROM submissions WHERE workspace_id = ${workspaceId}`,
+      (rows) => Number(rows[0]!.n)
+    )
+  )
+
+describePostgres("on PostgreSQL", () => {
+  layer(runtime, { timeout: Duration.seconds(60) })("concurrency through the use cases", (it) => {
+    it.effect("30 concurrent creates against a quota with 10 left create exactly 10", () =>
+      Effect.gen(function* () {
+        const { workspace, bot } = yield* scene(12)
+        const submissions = yield* Submissions
+        const create = submissions.create(workspace.id, bot.id, { data: validSubmissionData() })
+        yield* create
+        yield* create
+        const outcomes = yield* Effect.all(
+          Array.from({ length: 30 }, () => Effect.either(create)),
+          { concurrency: "unbounded" }
+        )
+        expect(outcomes.filter(Either.isRight)).toHaveLength(10)
+        const refusals = outcomes.filter(Either.isLeft).map((o) => o.left)
+        expect(refusals).toHaveLength(20)
+        for (const refusal of refusals) {
+          expect(refusal._tag).toBe("PlanLimitExceeded")
+          if (refusal._tag === "PlanLimitExceeded")
+            expect(refusal.details).toEqual({ resource: "submissions", current: 12, max: 12 })
+        }
+        expect(yield* storedCount(workspace.id)).toBe(12)
+      })
+    )
+
+    it.effect("20 concurrent identical requests with one Idempotency-Key create exactly one submission", () =>
+      Effect.gen(function* () {
+        const { workspace, apiKeyId, bot } = yield* scene()
+        const idempotency = yield* Idempotency
+        const submissions = yield* Submissions
+        const data = validSubmissionData()
+        const request = {
+          apiKeyId,
+          key: "retry-1",
+          fingerprint: idempotency.fingerprint("POST", `/v1/intake-bots/${bot.id}/submissions`, { data })
+        }
+        const outcomes = yield* Effect.all(
+          Array.from({ length: 20 }, () =>
+            Effect.either(
+              idempotency.run(request, submissions.create(workspace.id, bot.id, { data }), {
+                onSuccess: (submission: SubmissionDetail) => ({ status: 201, body: { id: submission.id } }),
+                onFailure: () => undefined
+              })
+            )
+          ),
+          { concurrency: "unbounded" }
+        )
+        expect(yield* storedCount(workspace.id)).toBe(1)
+        const fresh = outcomes.filter((o) => Either.isRight(o) && o.right._tag === "Fresh")
+        expect(fresh).toHaveLength(1)
+        for (const outcome of outcomes)
+          if (Either.isLeft(outcome)) expect(outcome.left._tag).toBe("IdempotencyConflict")
+        // Once the first has committed, a retry replays its response.
+        const retry = yield* idempotency.run(request, submissions.create(workspace.id, bot.id, { data }), {
+          onSuccess: (submission: SubmissionDetail) => ({ status: 201, body: { id: submission.id } }),
+          onFailure: () => undefined
+        })
+        expect(retry._tag).toBe("Replayed")
+        expect(yield* storedCount(workspace.id)).toBe(1)
+      })
+    )
+
+    it.effect("a claim of a key held by a unit of work in flight is a conflict at once, not a wait", () =>
+      Effect.gen(function* () {
+        const store = yield* IdempotencyStore
+        const uow = yield* UnitOfWork
+        const scope = { apiKeyId: "key_inflight", key: `k-${Date.now()}` }
+        const claimed = yield* Deferred.make<void>()
+        const release = yield* Deferred.make<void>()
+        const holder = yield* Effect.fork(
+          uow.transaction(
+            Effect.gen(function* () {
+              yield* store.claim(scope, "fp", Date.now())
+              yield* Deferred.succeed(claimed, undefined)
+              yield* Deferred.await(release)
+            })
+          )
+        )
+        yield* Deferred.await(claimed)
+        const second = yield* uow
+          .transaction(store.claim(scope, "fp", Date.now()))
+          .pipe(Effect.flip, Effect.timeout(Duration.seconds(2)), Effect.withClock(Clock.make()))
+        expect(second._tag).toBe("IdempotencyConflict")
+        yield* Deferred.succeed(release, undefined)
+        yield* Fiber.join(holder)
+        // Released without a stored response (the holder completed nothing): fresh again.
+        expect(yield* uow.transaction(store.claim(scope, "fp", Date.now()))).toEqual({ _tag: "Fresh" })
+      })
+    )
+  })
+})

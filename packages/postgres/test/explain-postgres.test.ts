@@ -1,0 +1,133 @@
+/**
+ * The list queries' plans on PostgreSQL with enough rows for the planner to care: every
+ * list walks its index in the list order (no sort, no sequential scan), with or without
+ * a cursor and a created range, and the counts come from index scans inside the query.
+ */
+
+import { SqlClient } from "@effect/sql"
+import type { Statement } from "@effect/sql/Statement"
+import { expect, layer } from "@effect/vitest"
+import { Duration, Effect } from "effect"
+import { listBotsQuery, listSubmissionsQuery } from "../src/submissions.js"
+import { PostgresTestDatabase } from "../src/test-database.js"
+import { listWebhooksQuery } from "../src/webhooks.js"
+import { describePostgres } from "./support.js"
+
+interface PlanNode {
+  readonly "Node Type": string
+  readonly "Index Name"?: string
+  readonly "Relation Name"?: string
+  readonly Plans?: ReadonlyArray<PlanNode>
+}
+
+const nodesOf = (node: PlanNode): ReadonlyArray<PlanNode> => [node, ...(node.Plans ?? []).flatMap(nodesOf)]
+
+const planOf = (statement: Statement<unknown>) =>
+  Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+    const [text, params] = statement.compile()
+    const rows = yield* sql.unsafe<{ "QUERY PLAN": unknown }>(`EXPLAIN (FORMAT JSON) ${text}`, params)
+    const plan = rows[0]!["QUERY PLAN"]
+    const parsed = (typeof plan === "string" ? JSON.parse(plan) : plan) as Array<{ Plan: PlanNode }>
+    if (process.env.SHOW_PLANS)
+      console.log(
+        JSON.stringify(parsed[0]!.Plan, (k, v) =>
+          [
+            "Startup Cost",
+            "Plan Width",
+            "Parallel Aware",
+            "Async Capable",
+            "Parent Relationship",
+            "Scan Direction",
+            "Alias"
+          ].includes(k)
+            ? undefined
+            : v
+        )
+      )
+    return nodesOf(parsed[0]!.Plan)
+  })
+
+const indexScans = (nodes: ReadonlyArray<PlanNode>) =>
+  nodes.filter((n) => n["Node Type"].includes("Index")).map((n) => n["Index Name"])
+
+const expectKeysetPlan = (nodes: ReadonlyArray<PlanNode>, listIndex: string, countIndex?: string) => {
+  const types = nodes.map((n) => n["Node Type"])
+  expect(types).not.toContain("Seq Scan")
+  expect(types).not.toContain("Sort")
+  expect(types).not.toContain("Incremental Sort")
+  expect(indexScans(nodes)[0]).toBe(listIndex)
+  if (countIndex !== undefined) expect(indexScans(nodes)).toContain(countIndex)
+}
+
+const seed = Effect.gen(function* () {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql`INSERT INTO workspaces SELECT 'ws_' || i, 'W', 'pro', 'active', NULL, NULL, now(), now()
+    FROM generate_series(1, 50) i`
+  yield* sql`INSERT INTO intake_bots SELECT 'bot_' || i, 'ws_' || (i % 50 + 1), 'B', '', 'ACTIVE', 'slug' || i, '[]', 1,
+      now() - i * interval '1 minute', now()
+    FROM generate_series(1, 2000) i`
+  // 50 submissions for most bots, 20 000 for bot_1 (in ws_2).
+  yield* sql`INSERT INTO submissions SELECT 'sub_' || i, 'ws_' || ((i % 2000 + 1) % 50 + 1), 'bot_' || (i % 2000 + 1),
+      '{}', 'COMPLETED', '', false, 0, 1, now() - i * interval '1 second', now()
+    FROM generate_series(1, 100000) i`
+  yield* sql`INSERT INTO submissions SELECT 'sub_h' || i, 'ws_2', 'bot_1', '{}', 'COMPLETED', '', false, 0, 1,
+      now() - i * interval '1 second', now()
+    FROM generate_series(1, 20000) i`
+  yield* sql`INSERT INTO messages SELECT 'msg_' || i || '_' || p, 'sub_h' || i, p, 'user', 'x', now()
+    FROM generate_series(1, 20000) i, generate_series(0, 2) p`
+  yield* sql`INSERT INTO webhook_endpoints SELECT 'wh_' || i, 'ws_' || (i % 50 + 1), 'https://example.com', '[]', 'active',
+      '', '[]', 'whsec_x', NULL, NULL, 0, NULL, now() - i * interval '1 minute', now()
+    FROM generate_series(1, 5000) i`
+  yield* sql`ANALYZE`
+})
+
+const T = Date.now()
+const cursor = { createdAt: T - 3_600_000, id: "sub_h500" }
+
+describePostgres("on PostgreSQL", () => {
+  layer(PostgresTestDatabase(), { timeout: Duration.seconds(60) })("list query plans", (it) => {
+    it.effect("seeds the tables", () => seed)
+
+    it.effect("submissions: first page, next page, and a created range use submissions_list", () =>
+      Effect.gen(function* () {
+        const sql = yield* SqlClient.SqlClient
+        const none = { createdAfter: null, createdBefore: null }
+        const range = { createdAfter: T - 86_400_000, createdBefore: T - 60_000 }
+        for (const [page, r] of [
+          [{ limit: 50, after: null }, none],
+          [{ limit: 50, after: cursor }, none],
+          [{ limit: 50, after: cursor }, range]
+        ] as const)
+          expectKeysetPlan(
+            yield* planOf(listSubmissionsQuery(sql, "ws_2", "bot_1", page, r)),
+            "submissions_list",
+            "messages_submission_id_position_key"
+          )
+      })
+    )
+
+    it.effect("bots: first and next page use intake_bots_list; submission_count uses submissions_list", () =>
+      Effect.gen(function* () {
+        const sql = yield* SqlClient.SqlClient
+        for (const after of [null, { createdAt: T - 600_000, id: "bot_10" }])
+          expectKeysetPlan(
+            yield* planOf(listBotsQuery(sql, "ws_2", { limit: 20, after })),
+            "intake_bots_list",
+            "submissions_list"
+          )
+      })
+    )
+
+    it.effect("webhook endpoints: first and next page use webhook_endpoints_list", () =>
+      Effect.gen(function* () {
+        const sql = yield* SqlClient.SqlClient
+        for (const after of [null, { createdAt: T - 600_000, id: "wh_10" }])
+          expectKeysetPlan(
+            yield* planOf(listWebhooksQuery(sql, "ws_2", { limit: 20, after })),
+            "webhook_endpoints_list"
+          )
+      })
+    )
+  })
+})

@@ -1,0 +1,143 @@
+/** What the embedded database adds to the shared adapters: its data directory, types, transactions, fairness. */
+import { spawnSync } from "node:child_process"
+import * as Fs from "node:fs"
+import * as Os from "node:os"
+import * as Path from "node:path"
+import { SqlClient } from "@effect/sql"
+import { describe, expect, it, layer } from "@effect/vitest"
+import { UnitOfWork, WorkspaceRepository } from "@intake/domain"
+import { aWorkspaceRecord } from "@intake/testing"
+import { Duration, Effect, Either, Exit, Fiber, Layer, Option } from "effect"
+import { lockDataDirectory } from "../src/data-dir-lock.js"
+import { layerPglite } from "../src/pglite-client.js"
+import { migrated, PglitePortsLive, PgRepositoriesLive } from "../src/runtime.js"
+import { sharedLayer } from "./support.js"
+
+const tempDir = () => Fs.mkdtempSync(Path.join(Os.tmpdir(), "intake-pglite-"))
+
+describe("PGlite data directory", () => {
+  it.live(
+    "creates a missing directory, keeps the data across a restart, and refuses a second opener while in use",
+    () =>
+      Effect.gen(function* () {
+        const dataDir = Path.join(tempDir(), "nested", ".data")
+        const workspace = aWorkspaceRecord()
+        yield* Effect.scoped(
+          Effect.gen(function* () {
+            const ports = yield* Layer.build(PglitePortsLive(dataDir))
+            yield* Effect.provide(
+              Effect.flatMap(WorkspaceRepository, (repo) => repo.insert(workspace)),
+              ports
+            )
+            // A second server on the same directory fails clearly, without touching the data.
+            const second = yield* Effect.either(Effect.scoped(Layer.build(PglitePortsLive(dataDir))))
+            expect(Either.isLeft(second)).toBe(true)
+            if (Either.isLeft(second)) {
+              expect(second.left).toMatchObject({ _tag: "DataDirectoryLocked", pid: process.pid })
+              expect((second.left as { message: string }).message).toContain(
+                `${Path.resolve(dataDir)} is in use by another Intake process`
+              )
+            }
+          })
+        )
+        expect(Fs.existsSync(Path.join(dataDir, "intake.lock"))).toBe(false)
+        const found = yield* Effect.scoped(
+          Effect.flatMap(Layer.build(PglitePortsLive(dataDir)), (ports) =>
+            Effect.provide(
+              Effect.flatMap(WorkspaceRepository, (repo) => repo.findById(workspace.id)),
+              ports
+            )
+          )
+        )
+        expect(found).toEqual(Option.some(workspace))
+      }),
+    60_000
+  )
+
+  it.effect("a lock left by a process that is gone is taken over", () =>
+    Effect.gen(function* () {
+      const dataDir = tempDir()
+      const child = spawnSync(process.execPath, ["-e", "process.stdout.write(String(process.pid))"])
+      const deadPid = Number(child.stdout.toString())
+      Fs.writeFileSync(Path.join(dataDir, "intake.lock"), `${deadPid}\n`)
+      yield* Effect.scoped(
+        Effect.gen(function* () {
+          yield* lockDataDirectory(dataDir)
+          expect(Fs.readFileSync(Path.join(dataDir, "intake.lock"), "utf8").trim()).toBe(String(process.pid))
+          expect(Either.isLeft(yield* Effect.either(Effect.scoped(lockDataDirectory(dataDir))))).toBe(true)
+        })
+      )
+      expect(Fs.existsSync(Path.join(dataDir, "intake.lock"))).toBe(false)
+    })
+  )
+})
+
+layer(sharedLayer(Layer.provideMerge(PgRepositoriesLive, migrated(layerPglite({})))), {
+  timeout: Duration.seconds(60),
+  excludeTestServices: true
+})("PGlite client", (it) => {
+  it.effect("returns int8 as strings, as pg does", () =>
+    Effect.gen(function* () {
+      const sql = yield* SqlClient.SqlClient
+      const rows = yield* sql<{
+        big: unknown
+        small: unknown
+      }>`SELECT 9007199254740993::int8 AS big, count(*) AS small`
+      expect(rows[0]).toEqual({ big: "9007199254740993", small: "1" })
+    })
+  )
+
+  it.effect("yields to the event loop between the queries of a burst", () =>
+    Effect.gen(function* () {
+      const sql = yield* SqlClient.SqlClient
+      let turns = 0
+      let running = true
+      const tick = () => {
+        turns++
+        if (running) setImmediate(tick)
+      }
+      setImmediate(tick)
+      for (let i = 0; i < 30; i++) yield* sql`SELECT ${i}::int AS i`
+      running = false
+      // Without the yield, PGlite's queries settle in microtasks and no timer runs at all.
+      expect(turns).toBeGreaterThanOrEqual(30)
+    })
+  )
+
+  it.effect("a failed nested unit of work is undone alone; the outer one commits", () =>
+    Effect.gen(function* () {
+      const uow = yield* UnitOfWork
+      const repo = yield* WorkspaceRepository
+      const kept = aWorkspaceRecord()
+      const undone = aWorkspaceRecord()
+      yield* uow.transaction(
+        Effect.gen(function* () {
+          yield* repo.insert(kept)
+          yield* Effect.ignore(uow.transaction(Effect.zipRight(repo.insert(undone), Effect.fail("no"))))
+        })
+      )
+      expect(Option.isSome(yield* repo.findById(kept.id))).toBe(true)
+      expect(Option.isNone(yield* repo.findById(undone.id))).toBe(true)
+    })
+  )
+
+  it.effect("statements of other fibers wait for a transaction; an interrupted one rolls back", () =>
+    Effect.gen(function* () {
+      const uow = yield* UnitOfWork
+      const repo = yield* WorkspaceRepository
+      const inside = aWorkspaceRecord()
+      const holder = yield* Effect.fork(uow.transaction(Effect.zipRight(repo.insert(inside), Effect.never)))
+      yield* Effect.sleep(Duration.millis(100))
+      const reader = yield* Effect.fork(repo.findById(inside.id))
+      yield* Effect.sleep(Duration.millis(100))
+      // The reader is queued behind the open transaction.
+      expect(reader.unsafePoll()).toBe(null)
+      yield* Fiber.interrupt(holder)
+      expect(yield* Fiber.join(reader)).toEqual(Option.none())
+      const after = aWorkspaceRecord()
+      yield* uow.transaction(repo.insert(after))
+      expect(Option.isSome(yield* repo.findById(after.id))).toBe(true)
+      expect(Exit.isInterrupted(yield* Fiber.await(holder))).toBe(true)
+    })
+  )
+})
