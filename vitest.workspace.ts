@@ -14,7 +14,7 @@ export default [
     test: {
       name: "server-postgres",
       root: "./apps/server",
-      include: ["test/{auth,requests,resources,webhooks}.test.ts"],
+      include: ["test/{auth,requests,resources,webhooks,deliveries}.test.ts"],
       env: { INTAKE_SERVER_TEST_STORE: "postgres" },
       testTimeout: 60_000,
       hookTimeout: 60_000
@@ -24,7 +24,7 @@ export default [
     test: {
       name: "server-pglite",
       root: "./apps/server",
-      include: ["test/{auth,requests,resources,webhooks}.test.ts"],
+      include: ["test/{auth,requests,resources,webhooks,deliveries}.test.ts"],
       env: { INTAKE_SERVER_TEST_STORE: "pglite" },
       testTimeout: 60_000,
       hookTimeout: 60_000

@@ -25,6 +25,11 @@ export interface DeliveryConfig {
   readonly concurrency: number
   /** WEBHOOK_POLL_INTERVAL: longest sleep between looks at the queue (default 1s). */
   readonly pollIntervalMs: number
+  /**
+   * WEBHOOK_LEASE: how long a claimed attempt stays with its dispatcher (default 60s, well
+   * above the 10 s an attempt may take); a dispatcher that dies gives its claims back then.
+   */
+  readonly leaseMs: number
 }
 
 export const deliveryConfig: Config.Config<DeliveryConfig> = Config.all({
@@ -42,7 +47,8 @@ export const deliveryConfig: Config.Config<DeliveryConfig> = Config.all({
     Config.withDefault(32),
     Config.validate({ message: "must be at least 1", validation: (n) => n >= 1 })
   ),
-  pollIntervalMs: millis("WEBHOOK_POLL_INTERVAL", "1s")
+  pollIntervalMs: millis("WEBHOOK_POLL_INTERVAL", "1s"),
+  leaseMs: millis("WEBHOOK_LEASE", "60s")
 })
 
 export interface DeliveryEngineOptions {
