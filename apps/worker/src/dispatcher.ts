@@ -74,11 +74,15 @@ export const runDispatcher = (options: DispatcherOptions) =>
         // Every slot busy: more may be due, look again as soon as one frees (not before).
         if (full)
           yield* Effect.race(Queue.take(slotFreed), Effect.sleep(Duration.millis(options.pollIntervalMs)))
-        else
+        else {
+          // Asked before the race, not inside it: interrupting a query makes @effect/sql-pg
+          // send pg_cancel_backend, which can hit the next statement on that connection.
+          const ms = yield* sleepMs
           yield* Effect.race(
             Effect.race(wakeups.next, Queue.take(slotFreed)),
-            Effect.flatMap(sleepMs, (ms) => Effect.sleep(Duration.millis(ms)))
+            Effect.sleep(Duration.millis(ms))
           )
+        }
       })
     )
   }).pipe(Effect.scoped)
