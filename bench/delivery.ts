@@ -9,23 +9,27 @@
  *   event's timestamp to the receiver getting its first attempt).
  * WEBHOOK_DISPATCH_CONCURRENCY sets the dispatcher's concurrency (default 32).
  */
+import { randomUUID } from "node:crypto"
 import { createServer } from "node:http"
 import type { AddressInfo } from "node:net"
 import {
   DeliveryWakeups,
+  type DomainEvent,
   EventOutbox,
+  type IntakeBot,
   IntakeBotRepository,
   queueDeliveries,
+  type Submission,
   SubmissionRepository,
   Submissions,
   UnitOfWork,
   UseCasesLive,
   WebhookSettings,
   Webhooks,
+  type Workspace,
   WorkspaceRepository
 } from "@intake/domain"
 import { PgliteTestLayer, PostgresPortsLive } from "@intake/postgres"
-import { anIntakeBot, aWorkspace, domainEventRecord, submissionRecord } from "@intake/testing"
 import { deliveryEngine, dispatcherLayer } from "@intake/worker"
 import { Clock, Console, Duration, Effect, Layer, Redacted } from "effect"
 
@@ -33,6 +37,53 @@ const EVENTS = Number(process.env.BENCH_EVENTS ?? 2_000)
 const LATENCY_EVENTS = Number(process.env.BENCH_LATENCY_EVENTS ?? 200)
 const CONCURRENCY = Number(process.env.WEBHOOK_DISPATCH_CONCURRENCY ?? 32)
 const databaseUrl = process.env.DATABASE_URL
+
+// The bench's own records (the test fixtures import vitest, which only runs under vitest).
+const id = (prefix: string) => `${prefix}_${randomUUID().replaceAll("-", "")}`
+const workspaceRecord = (): Workspace => ({
+  id: id("ws"),
+  name: "Bench",
+  plan: "business",
+  status: "active",
+  monthlySubmissionQuota: 1_000_000,
+  rateLimitPerMinute: null,
+  createdAt: 0,
+  updatedAt: 0
+})
+const botRecord = (workspaceId: string): IntakeBot => ({
+  id: id("bot"),
+  workspaceId,
+  name: "Bench form",
+  description: "",
+  status: "ACTIVE",
+  shareSlug: randomUUID().slice(0, 8),
+  schema: [{ name: "email", label: "Email", type: "email", required: true }],
+  schemaVersion: 1,
+  createdAt: 0,
+  updatedAt: 0
+})
+const submissionRecord = (bot: IntakeBot, at: number): Submission => ({
+  id: id("sub"),
+  workspaceId: bot.workspaceId,
+  intakeBotId: bot.id,
+  data: { email: "ada@example.com" },
+  status: "COMPLETED",
+  aiSummary: "Email: ada@example.com",
+  isTest: false,
+  fileCount: 0,
+  schemaVersion: bot.schemaVersion,
+  createdAt: at,
+  updatedAt: at
+})
+const eventRecord = (submission: Submission): DomainEvent => ({
+  id: id("evt"),
+  workspaceId: submission.workspaceId,
+  type: "submission.completed",
+  intakeBotId: submission.intakeBotId,
+  submissionId: submission.id,
+  contactId: null,
+  createdAt: submission.createdAt
+})
 
 /** Arrival time of the first attempt of each event id. */
 const firstArrival = new Map<string, number>()
@@ -80,9 +131,9 @@ const percentile = (sorted: ReadonlyArray<number>, p: number) =>
 
 const bench = Effect.gen(function* () {
   const { url } = yield* receiver
-  const workspace = aWorkspace({ plan: "business" })
+  const workspace = workspaceRecord()
   yield* (yield* WorkspaceRepository).insert(workspace)
-  const bot = anIntakeBot({ workspaceId: workspace.id })
+  const bot = botRecord(workspace.id)
   yield* (yield* IntakeBotRepository).insert(bot)
   yield* (yield* Webhooks).create(workspace.id, { url, events: ["submission.completed"] })
   const [uow, submissions, outbox, wakeups, useCase] = yield* Effect.all([
@@ -98,11 +149,9 @@ const bench = Effect.gen(function* () {
     const now = yield* Clock.currentTimeMillis
     yield* uow.transaction(
       Effect.gen(function* () {
-        const records = Array.from({ length: Math.min(500, EVENTS - done) }, () =>
-          submissionRecord(bot, { createdAt: now, updatedAt: now })
-        )
+        const records = Array.from({ length: Math.min(500, EVENTS - done) }, () => submissionRecord(bot, now))
         for (const record of records) yield* submissions.insert(record, [])
-        const events = records.map((record) => domainEventRecord(record))
+        const events = records.map(eventRecord)
         yield* outbox.append(events)
         yield* queueDeliveries(events, 0)
       })

@@ -106,6 +106,11 @@ export const PgDeliveryRepository = Layer.effect(
         stored("deliveries.complete")(
           sql.withTransaction(
             Effect.gen(function* () {
+              // Losing this commit in a crash only means the attempt is sent again when its
+              // lease ends (at least once holds), so it need not wait for the WAL flush: the
+              // endpoint's row lock, taken by recordOutcome in the same transaction, is then
+              // held for microseconds, not a disk flush, and one endpoint's deliveries don't queue.
+              yield* sql`SET LOCAL synchronous_commit = off`
               const updated = yield* sql<Row>`UPDATE deliveries SET status = ${finished.status},
                   response_status = ${finished.responseStatus}, response_body = ${finished.responseBody},
                   error = ${finished.error}, duration_ms = ${finished.durationMs},
