@@ -8,13 +8,14 @@ export default [
   "packages/redis",
   "packages/api",
   "apps/server",
+  "apps/worker",
   // The server's HTTP tests again, with the server on PostgreSQL (a fresh database per test
   // layer) and on the embedded default, PGlite (in memory).
   {
     test: {
       name: "server-postgres",
       root: "./apps/server",
-      include: ["test/{auth,requests,resources,webhooks}.test.ts"],
+      include: ["test/{auth,requests,resources,webhooks,deliveries}.test.ts"],
       env: { INTAKE_SERVER_TEST_STORE: "postgres" },
       testTimeout: 60_000,
       hookTimeout: 60_000
@@ -24,7 +25,7 @@ export default [
     test: {
       name: "server-pglite",
       root: "./apps/server",
-      include: ["test/{auth,requests,resources,webhooks}.test.ts"],
+      include: ["test/{auth,requests,resources,webhooks,deliveries}.test.ts"],
       env: { INTAKE_SERVER_TEST_STORE: "pglite" },
       testTimeout: 60_000,
       hookTimeout: 60_000

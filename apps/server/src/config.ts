@@ -2,6 +2,7 @@
  * The server's configuration (decisions.md section 9), read through effect `Config` so a
  * bad value fails at start with the variable's name.
  */
+import { RetrySchedule } from "@intake/domain"
 import { Config, ConfigError, Duration, Either, Option, Redacted } from "effect"
 
 export interface ServerConfig {
@@ -19,15 +20,9 @@ export interface ServerConfig {
   readonly keyCacheTtl: Duration.Duration
 }
 
-const UNITS: Record<string, number> = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 }
-
-/** `5s`, `30m`, `2h`, `5d`, `250ms`: a positive whole number and a unit. */
-export const parseDuration = (text: string): Either.Either<Duration.Duration, string> => {
-  const match = /^(\d+)(ms|s|m|h|d)$/.exec(text.trim())
-  return match === null || Number(match[1]) === 0
-    ? Either.left(`"${text}" is not a duration like 5s, 30m, 2h or 5d`)
-    : Either.right(Duration.millis(Number(match[1]) * UNITS[match[2]!]!))
-}
+/** `5s`, `30m`, `2h`, `5d`, `250ms`: a positive whole number and a unit (the domain's rule). */
+export const parseDuration = (text: string): Either.Either<Duration.Duration, string> =>
+  Either.map(RetrySchedule.parseDuration(text), Duration.millis)
 
 const duration = (name: string, fallback: string) =>
   Config.string(name).pipe(
@@ -38,7 +33,7 @@ const duration = (name: string, fallback: string) =>
   )
 
 const schedule = Config.string("WEBHOOK_RETRY_SCHEDULE").pipe(
-  Config.withDefault("5s,5m,30m,2h,5h,10h,10h"),
+  Config.withDefault(RetrySchedule.DEFAULT_RETRY_SCHEDULE),
   Config.mapOrFail((text) =>
     Either.mapLeft(Either.all(text.split(",").map(parseDuration)), (message) =>
       ConfigError.InvalidData([], message)

@@ -2,7 +2,7 @@
 
 import type { HttpServerRequest } from "@effect/platform"
 import * as Api from "@intake/api"
-import { type Access, type Idempotency, IntakeBots, Submissions, Webhooks } from "@intake/domain"
+import { type Access, Deliveries, type Idempotency, IntakeBots, Submissions, Webhooks } from "@intake/domain"
 import { Effect } from "effect"
 import { type Route, serve } from "./routes.js"
 
@@ -20,7 +20,7 @@ const pagination = (nextCursor: string | null) => ({ has_more: nextCursor !== nu
 
 const v1 = { idempotent: true }
 
-export type V1Services = Access | Idempotency | IntakeBots | Submissions | Webhooks
+export type V1Services = Access | Idempotency | IntakeBots | Submissions | Webhooks | Deliveries
 
 export const v1Routes: ReadonlyArray<Route<V1Services | HttpServerRequest.HttpServerRequest>> = [
   serve(
@@ -148,6 +148,40 @@ export const v1Routes: ReadonlyArray<Route<V1Services | HttpServerRequest.HttpSe
       Effect.as(
         Effect.flatMap(Webhooks, (webhooks) => webhooks.remove(principal.workspace.id, path.id)),
         { id: path.id, deleted: true as const }
+      ),
+    v1
+  ),
+  serve(
+    Api.testWebhook,
+    ({ principal, path }) =>
+      Effect.map(
+        Effect.flatMap(Deliveries, (deliveries) => deliveries.test(principal.workspace.id, path.id)),
+        (delivery) => ({ delivery: Api.deliveryToWire(delivery) })
+      ),
+    v1
+  ),
+  serve(
+    Api.listDeliveries,
+    ({ principal, path, urlParams }) =>
+      Effect.map(
+        Effect.flatMap(Deliveries, (deliveries) =>
+          deliveries.list(principal.workspace.id, path.id, listQuery(urlParams))
+        ),
+        (listed) => ({
+          deliveries: listed.items.map(Api.deliveryToWire),
+          pagination: pagination(listed.nextCursor)
+        })
+      ),
+    v1
+  ),
+  serve(
+    Api.redeliver,
+    ({ principal, path }) =>
+      Effect.map(
+        Effect.flatMap(Deliveries, (deliveries) =>
+          deliveries.redeliver(principal.workspace.id, path.id, path.deliveryId)
+        ),
+        (delivery) => ({ delivery: Api.deliveryToWire(delivery) })
       ),
     v1
   )

@@ -25,7 +25,9 @@ const program = Effect.gen(function* () {
       webhookAllowPrivateNetworks: config.webhookAllowPrivateNetworks,
       redisUrl: config.redisUrl,
       redisKeyPrefix: config.redisKeyPrefix,
-      access: { keyCacheTtlMs: Duration.toMillis(config.keyCacheTtl) }
+      access: { keyCacheTtlMs: Duration.toMillis(config.keyCacheTtl) },
+      webhookRetrySchedule: config.webhookRetrySchedule.map(Duration.toMillis),
+      webhookDisableAfterMs: Duration.toMillis(config.webhookDisableAfter)
     }
   )
   const server = serverLayer({ port: config.port, adminToken: config.adminToken }).pipe(

@@ -1,9 +1,10 @@
 /**
  * The runtimes: every use case over one set of adapters, with the webhook settings of
- * the configuration. `pnpm start` runs on PostgreSQL when DATABASE_URL is set, else on
- * PGlite under INTAKE_DATA_DIR; the in-memory runtime serves the HTTP tests. With a Redis
- * URL, rate limits and key-cache invalidation go through Redis, so they hold across
- * instances; otherwise they stay in-process.
+ * the configuration, and the webhook dispatcher running in-process (unless turned off).
+ * `pnpm start` runs on PostgreSQL when DATABASE_URL is set, else on PGlite under
+ * INTAKE_DATA_DIR; the in-memory runtime serves the HTTP tests. With a Redis URL, rate
+ * limits and key-cache invalidation go through Redis, so they hold across instances;
+ * otherwise they stay in-process.
  */
 import * as Path from "node:path"
 import type { SqlClient } from "@effect/sql"
@@ -18,6 +19,7 @@ import {
   type SqlDatabase
 } from "@intake/postgres"
 import { RedisConnection, RedisLive } from "@intake/redis"
+import { deliveryEngine, dispatcherLayer } from "@intake/worker"
 import { Duration, Effect, Layer, Option, Redacted } from "effect"
 import { StoreStatus } from "./database.js"
 import { Readiness, readinessOf } from "./readiness.js"
@@ -30,6 +32,13 @@ export interface RuntimeOptions {
   readonly redisKeyPrefix?: string
   /** Access settings beyond the domain's defaults (e.g. the key cache TTL). */
   readonly access?: Partial<AccessSettings>
+
+  /** WEBHOOK_RETRY_SCHEDULE in milliseconds; decisions.md's default when omitted. */
+  readonly webhookRetrySchedule?: ReadonlyArray<number>
+  /** WEBHOOK_DISABLE_AFTER in milliseconds; 5 days when omitted. */
+  readonly webhookDisableAfterMs?: number
+  /** The in-process dispatcher; on unless `false`. */
+  readonly dispatcher?: false | { readonly concurrency?: number; readonly pollIntervalMs?: number }
 }
 
 /**
@@ -58,8 +67,21 @@ export const withSharedAccessState = <A, E, R>(
       )
   })
 
-const withUseCases = <ROut, E>(ports: Layer.Layer<ROut, E>, options: RuntimeOptions) =>
-  makeUseCasesLayer(options.access).pipe(
+const withUseCases = <ROut, E>(ports: Layer.Layer<ROut, E>, options: RuntimeOptions) => {
+  const useCases = Layer.merge(
+    makeUseCasesLayer(options.access),
+    deliveryEngine({
+      allowPrivateNetworks: options.webhookAllowPrivateNetworks,
+      settings: {
+        ...(options.webhookRetrySchedule === undefined
+          ? {}
+          : { retrySchedule: options.webhookRetrySchedule }),
+        ...(options.webhookDisableAfterMs === undefined
+          ? {}
+          : { disableAfterMs: options.webhookDisableAfterMs })
+      }
+    })
+  ).pipe(
     Layer.provideMerge(
       Layer.merge(
         withSharedAccessState(ports, options.redisUrl ?? Option.none(), options.redisKeyPrefix),
@@ -67,6 +89,12 @@ const withUseCases = <ROut, E>(ports: Layer.Layer<ROut, E>, options: RuntimeOpti
       )
     )
   )
+  if (options.dispatcher === false) return useCases
+  return dispatcherLayer({
+    concurrency: options.dispatcher?.concurrency ?? 32,
+    pollIntervalMs: options.dispatcher?.pollIntervalMs ?? 1_000
+  }).pipe(Layer.provideMerge(useCases))
+}
 
 export const embeddedRuntime = (options: RuntimeOptions) => withUseCases(MemoryPortsLive, options)
 

@@ -21,9 +21,9 @@ layer(realServer(), { excludeTestServices: true })("routes, parameters and bodie
           ["GET", "/v1"],
           ["PUT", "/v1/intake-bots"],
           ["DELETE", `/v1/intake-bots/${tenant.botId}`],
-          ["POST", "/v1/webhooks/wh_1/test"],
-          ["GET", "/v1/webhooks/wh_1/deliveries"],
-          ["POST", "/v1/webhooks/wh_1/deliveries/dlv_1/redeliver"],
+          ["GET", "/v1/webhooks/wh_1/test"],
+          ["POST", "/v1/webhooks/wh_1/deliveries"],
+          ["GET", "/v1/webhooks/wh_1/deliveries/dlv_1/redeliver"],
           ["GET", "/v1/intake-bots/%E0%A4%A"]
         ] as const) {
           const answer = yield* call(baseUrl, method, path, { key: tenant.key })

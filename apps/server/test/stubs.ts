@@ -6,6 +6,7 @@ import {
   Access,
   AuthenticationRequired,
   allScopes,
+  Deliveries,
   Idempotency,
   IntakeBots,
   Provisioning,
@@ -73,5 +74,6 @@ export const StubServices = Layer.mergeAll(
   Layer.succeed(Webhooks, unstubbed("Webhooks") as Webhooks["Type"]),
   Layer.succeed(Provisioning, unstubbed("Provisioning") as Provisioning["Type"]),
   Layer.succeed(Idempotency, unstubbed("Idempotency") as Idempotency["Type"]),
+  Layer.succeed(Deliveries, unstubbed("Deliveries") as Deliveries["Type"]),
   NodeCryptoLive
 )

@@ -41,11 +41,20 @@ const runtimeFor = (options: RuntimeOptions): Layer.Layer<Services, unknown> => 
 }
 
 export const realServer = (
-  options: { readonly allowPrivateNetworks?: boolean; readonly admin?: boolean } = {}
+  options: {
+    readonly allowPrivateNetworks?: boolean
+    readonly admin?: boolean
+    /** WEBHOOK_RETRY_SCHEDULE in milliseconds. */
+    readonly retrySchedule?: ReadonlyArray<number>
+  } = {}
 ) =>
-  testServer(runtimeFor({ webhookAllowPrivateNetworks: options.allowPrivateNetworks ?? false }), {
-    admin: options.admin ?? true
-  }).pipe(Layer.provide(Layer.setClock(ShiftedClock)))
+  testServer(
+    runtimeFor({
+      webhookAllowPrivateNetworks: options.allowPrivateNetworks ?? false,
+      ...(options.retrySchedule === undefined ? {} : { webhookRetrySchedule: options.retrySchedule })
+    }),
+    { admin: options.admin ?? true }
+  ).pipe(Layer.provide(Layer.setClock(ShiftedClock)))
 
 export const admin = (baseUrl: string, method: string, path: string, body?: unknown) =>
   call(baseUrl, method, path, { key: ADMIN_TOKEN, ...(body === undefined ? {} : { body }) })

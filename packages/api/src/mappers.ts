@@ -1,16 +1,17 @@
 /** Pure mappers from the domain's records to the wire objects of wire.ts. */
-import type {
-  ApiKey,
-  Delivery,
-  IntakeBot,
-  IntakeBotListItem,
-  IssuedApiKey,
-  Message,
-  SchemaField,
-  SubmissionDetail,
-  SubmissionListItem,
-  WebhookEndpoint,
-  Workspace
+import {
+  type ApiKey,
+  type Delivery,
+  type IntakeBot,
+  type IntakeBotListItem,
+  type IssuedApiKey,
+  type Message,
+  type SchemaField,
+  type SubmissionDetail,
+  type SubmissionListItem,
+  type WebhookEndpoint,
+  WireShapes,
+  type Workspace
 } from "@intake/domain"
 import type {
   ApiKeyWire,
@@ -27,9 +28,9 @@ import type {
 } from "./wire.js"
 
 /** Epoch milliseconds as ISO 8601 UTC with exactly three fraction digits. */
-export const isoTimestamp = (millis: number): string => new Date(millis).toISOString()
+export const isoTimestamp = WireShapes.isoTimestamp
 
-const isoOrNull = (millis: number | null): string | null => (millis === null ? null : isoTimestamp(millis))
+const isoOrNull = WireShapes.isoOrNull
 
 export const schemaFieldToWire = (field: SchemaField): SchemaFieldWire => ({
   name: field.name,
@@ -65,12 +66,7 @@ export const intakeBotToWire = (bot: IntakeBot): IntakeBotWire => ({
   updated_at: isoTimestamp(bot.updatedAt)
 })
 
-export const messageToWire = (message: Message) => ({
-  id: message.id,
-  role: message.role,
-  content: message.content,
-  created_at: isoTimestamp(message.createdAt)
-})
+export const messageToWire = (message: Message) => WireShapes.messageShape(message)
 
 export const submissionListItemToWire = (submission: SubmissionListItem): SubmissionListItemWire => ({
   id: submission.id,
@@ -85,19 +81,9 @@ export const submissionListItemToWire = (submission: SubmissionListItem): Submis
   updated_at: isoTimestamp(submission.updatedAt)
 })
 
-export const submissionToWire = (submission: SubmissionDetail): SubmissionWire => ({
-  id: submission.id,
-  data: submission.data,
-  status: submission.status,
-  ai_summary: submission.aiSummary,
-  is_test: submission.isTest,
-  file_count: submission.fileCount,
-  schema_version: submission.schemaVersion,
-  intake_bot_id: submission.intakeBotId,
-  messages: submission.messages.map(messageToWire),
-  created_at: isoTimestamp(submission.createdAt),
-  updated_at: isoTimestamp(submission.updatedAt)
-})
+/** The single-submission shape, shared with the webhook payloads (one definition, in the domain). */
+export const submissionToWire = (submission: SubmissionDetail): SubmissionWire =>
+  WireShapes.submissionShape(submission)
 
 export const createdSubmissionToWire = (submission: SubmissionDetail) => ({
   id: submission.id,

@@ -1,8 +1,7 @@
 /**
  * API v1 as data: endpoints, their parameters, bodies, answers, errors and scopes. The
  * server serves `IntakeApi`; a client derives from it with `HttpApiClient.make(IntakeApi)`.
- * The three delivery endpoints are defined in a group of their own that the server does
- * not serve yet (`IntakeApiWithDeliveries` documents them).
+ * The three delivery endpoints are in a group of their own (`DeliveriesGroup`).
  */
 import {
   HttpApi,
@@ -203,7 +202,7 @@ export class WebhooksGroup extends HttpApiGroup.make("webhooks")
   .add(updateWebhook)
   .add(deleteWebhook) {}
 
-/** Not served yet: delivery endpoints come with the webhook dispatcher. */
+/** Test, delivery log and redeliver of a webhook endpoint. */
 export class DeliveriesGroup extends HttpApiGroup.make("deliveries")
   .add(testWebhook)
   .add(listDeliveries)
@@ -214,6 +213,7 @@ export class IntakeApi extends HttpApi.make("intake")
   .add(IntakeBotsGroup)
   .add(SubmissionsGroup)
   .add(WebhooksGroup)
+  .add(DeliveriesGroup)
   .addError(BadRequest)
   .addError(Unauthorized)
   .addError(Forbidden)
@@ -226,8 +226,8 @@ export class IntakeApi extends HttpApi.make("intake")
   .annotate(OpenApi.Title, "Intake API")
   .annotate(OpenApi.Version, "1") {}
 
-/** API v1 with the delivery endpoints that later work serves. */
-export const IntakeApiWithDeliveries = IntakeApi.add(DeliveriesGroup)
+/** API v1 (the delivery endpoints are part of it now; kept for callers of the earlier name). */
+export const IntakeApiWithDeliveries = IntakeApi
 
 /** The endpoints the server serves today, in routing order. */
 export const servedEndpoints = [
@@ -240,5 +240,8 @@ export const servedEndpoints = [
   getWebhook,
   createWebhook,
   updateWebhook,
-  deleteWebhook
+  deleteWebhook,
+  testWebhook,
+  listDeliveries,
+  redeliver
 ] as const

@@ -4,7 +4,6 @@ import { describe, expect, it } from "vitest"
 import {
   AdminApi,
   IntakeApi,
-  IntakeApiWithDeliveries,
   intakeBotToWire,
   isoTimestamp,
   webhookToWire,
@@ -63,7 +62,7 @@ describe("wire mappers", () => {
 })
 
 describe("the OpenAPI documents", () => {
-  it("list the served v1 paths with bearer security, and the delivery endpoints only in the full API", () => {
+  it("list every v1 path with bearer security, the delivery endpoints included", () => {
     const served = OpenApi.fromApi(IntakeApi)
     expect(Object.keys(served.paths).sort()).toEqual([
       "/v1/intake-bots",
@@ -71,12 +70,12 @@ describe("the OpenAPI documents", () => {
       "/v1/intake-bots/{id}/submissions",
       "/v1/intake-bots/{id}/submissions/{submissionId}",
       "/v1/webhooks",
-      "/v1/webhooks/{id}"
+      "/v1/webhooks/{id}",
+      "/v1/webhooks/{id}/deliveries",
+      "/v1/webhooks/{id}/deliveries/{deliveryId}/redeliver",
+      "/v1/webhooks/{id}/test"
     ])
     expect(served.components.securitySchemes).toMatchObject({ bearer: { type: "http", scheme: "bearer" } })
-    const full = OpenApi.fromApi(IntakeApiWithDeliveries)
-    expect(Object.keys(full.paths)).toContain("/v1/webhooks/{id}/deliveries/{deliveryId}/redeliver")
-    expect(Object.keys(full.paths)).toContain("/v1/webhooks/{id}/test")
     expect(Object.keys(OpenApi.fromApi(AdminApi).paths)).toContain("/admin/workspaces/{id}/api-keys")
   })
 })

@@ -7,12 +7,13 @@
  * where the rule needs it (quota, key caps, idempotency). Repository calls made outside
  * a transaction are atomic one by one.
  */
-import { Context, type Effect, type Option, type Scope } from "effect"
+import { Context, Data, type Effect, type Option, type Scope } from "effect"
 import type { IdempotencyConflict, PlanLimitExceeded, StorageUnavailable } from "./errors.js"
 import type {
   ApiKey,
   Contact,
   CreatedRange,
+  Delivery,
   DomainEvent,
   EpochMillis,
   IdPrefix,
@@ -295,5 +296,117 @@ export class AddressResolver extends Context.Tag("@intake/AddressResolver")<
   {
     /** Every A and AAAA address of `host`; empty when the name does not resolve. */
     readonly resolve: (host: string) => Effect.Effect<ReadonlyArray<string>, StorageUnavailable>
+  }
+>() {}
+
+// ---------------------------------------------------------------- webhook deliveries
+
+/** What one attempt did to its endpoint's delivery state (see policies/endpoint-health.ts). */
+export interface AttemptOutcome {
+  readonly ok: boolean
+  /** The receiver's status, when it answered. */
+  readonly responseStatus: number | null
+  readonly at: EpochMillis
+}
+
+/**
+ * Delivery attempts and the queue of pending ones. A pending attempt is due at a time
+ * and, once claimed, leased to one dispatcher until the lease ends: a dispatcher that
+ * dies gives its claims back by letting the lease run out.
+ */
+export class DeliveryRepository extends Context.Tag("@intake/DeliveryRepository")<
+  DeliveryRepository,
+  {
+    /** The ACTIVE endpoints of a workspace: who may receive its new events. */
+    readonly activeEndpoints: (workspaceId: string) => Stored<ReadonlyArray<WebhookEndpoint>>
+    /** Any workspace's endpoint: the dispatcher's view. */
+    readonly endpoint: (webhookId: string) => Stored<Option.Option<WebhookEndpoint>>
+    /** Stores pending attempts, due at `dueAt`; inside the caller's unit of work. */
+    readonly enqueue: (deliveries: ReadonlyArray<Delivery>, dueAt: EpochMillis) => Stored<void>
+    /**
+     * Leases up to `limit` pending attempts that are due at `now` and not leased (or whose
+     * lease ended), earliest due first, until `now + leaseMs`, under `claimToken`.
+     */
+    readonly claimDue: (
+      now: EpochMillis,
+      limit: number,
+      leaseMs: number,
+      claimToken: string
+    ) => Stored<ReadonlyArray<Delivery>>
+    /**
+     * Replaces a claimed pending attempt by its finished record and, when given, queues
+     * the next attempt. Does nothing and answers false when the claim is no longer
+     * `claimToken`'s (its lease ended and another dispatcher took it).
+     */
+    readonly complete: (
+      finished: Delivery,
+      claimToken: string,
+      next: { readonly delivery: Delivery; readonly dueAt: EpochMillis } | null
+    ) => Stored<boolean>
+    /** Gives claimed attempts back, due at once (a dispatcher stopping). */
+    readonly release: (ids: ReadonlyArray<string>, claimToken: string) => Stored<void>
+    /** Stores a finished attempt that never queued (test and redeliver). */
+    readonly insertFinished: (delivery: Delivery) => Stored<void>
+    /** When the earliest pending attempt is due (leased ones included), if any. */
+    readonly nextDueAt: () => Stored<Option.Option<EpochMillis>>
+    readonly findInWebhook: (webhookId: string, id: string) => Stored<Option.Option<Delivery>>
+    /** Every attempt of one event to one endpoint, oldest first. */
+    readonly attemptsOf: (webhookId: string, eventId: string) => Stored<ReadonlyArray<Delivery>>
+    /** Newest first (created_at desc, id desc). */
+    readonly list: (webhookId: string, page: PageRequest) => Stored<Page<Delivery>>
+    /**
+     * Applies an attempt's outcome to the endpoint's delivery state atomically (last
+     * delivery, failure streak, auto-disable after `disableAfterMs` or on 410); answers
+     * the endpoint as stored afterwards, none when it was deleted.
+     */
+    readonly recordOutcome: (
+      webhookId: string,
+      outcome: AttemptOutcome,
+      disableAfterMs: number
+    ) => Stored<Option.Option<WebhookEndpoint>>
+  }
+>() {}
+
+/**
+ * Wakes dispatchers when attempts were queued, so a new event leaves at once rather
+ * than at the next poll. Best effort: a lost signal only delays until the next poll.
+ */
+export class DeliveryWakeups extends Context.Tag("@intake/DeliveryWakeups")<
+  DeliveryWakeups,
+  {
+    readonly notify: Effect.Effect<void>
+    /** Completes at the next signal, or at once when one came since the last wait. */
+    readonly next: Effect.Effect<void>
+  }
+>() {}
+
+export interface ReceiverRequest {
+  readonly url: string
+  readonly headers: Readonly<Record<string, string>>
+  readonly body: string
+}
+
+export interface ReceiverResponse {
+  readonly status: number
+  /** At most the first 1 KB of the answer. */
+  readonly body: string
+  /** The Retry-After header as sent, if any. */
+  readonly retryAfter: string | null
+}
+
+/** The receiver could not be reached, did not answer in time, or its address is refused. */
+export class ReceiverUnreachable extends Data.TaggedError("ReceiverUnreachable")<{
+  readonly message: string
+}> {}
+
+/**
+ * Sends one POST to a receiver: no redirects followed, a 10 s limit for the whole
+ * exchange, the answer's body cut at 1 KB, and only to an address the receiver-address
+ * rule allows (the adapter resolves the name itself and connects to the address it checked).
+ */
+export class ReceiverClient extends Context.Tag("@intake/ReceiverClient")<
+  ReceiverClient,
+  {
+    readonly send: (request: ReceiverRequest) => Effect.Effect<ReceiverResponse, ReceiverUnreachable>
   }
 >() {}

@@ -26,6 +26,14 @@ export interface IdempotencyRecord {
   readonly expiresAt: number
 }
 
+/** A pending delivery attempt's place in the queue. */
+export interface QueuedDelivery {
+  readonly dueAt: number
+  /** Until when a dispatcher holds it; null when nobody does. */
+  readonly leaseUntil: number | null
+  readonly claimToken: string | null
+}
+
 export interface Tables {
   readonly workspaces: Map<string, Workspace>
   readonly apiKeys: Map<string, ApiKey>
@@ -44,6 +52,8 @@ export interface Tables {
   readonly events: Map<string, DomainEvent>
   readonly webhooks: Map<string, WebhookEndpoint>
   readonly deliveries: Map<string, Delivery>
+  /** delivery id -> queue position, for pending attempts only */
+  readonly deliveryQueue: Map<string, QueuedDelivery>
   /** `${apiKeyId}|${key}` -> record */
   readonly idempotency: Map<string, IdempotencyRecord>
 }
@@ -62,6 +72,7 @@ const emptyTables = (): Tables => ({
   events: new Map(),
   webhooks: new Map(),
   deliveries: new Map(),
+  deliveryQueue: new Map(),
   idempotency: new Map()
 })
 

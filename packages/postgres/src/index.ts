@@ -1,6 +1,7 @@
 export * from "./access.js"
 export * from "./data-dir-lock.js"
 export * from "./database-status.js"
+export * from "./deliveries.js"
 export * from "./migrations.js"
 export * from "./migrator.js"
 export * from "./pglite-client.js"

@@ -135,5 +135,37 @@ export const migrations: ReadonlyArray<Migration> = [
       )`,
       `CREATE INDEX idempotency_records_expiry ON idempotency_records (expires_at)`
     ]
+  },
+  {
+    id: 2,
+    name: "webhook deliveries",
+    statements: [
+      // Every attempt, finished or pending. The queue is the pending rows: due_at is set
+      // while an attempt waits, lease_until and claim_token while a dispatcher holds it.
+      // No foreign key to the endpoint: the log outlives a deleted endpoint's claims.
+      `CREATE TABLE deliveries (
+        id text COLLATE "C" PRIMARY KEY,
+        webhook_id text COLLATE "C" NOT NULL,
+        event_id text COLLATE "C" NOT NULL,
+        event_type text NOT NULL,
+        attempt integer NOT NULL,
+        trigger text NOT NULL,
+        status text NOT NULL,
+        response_status integer,
+        response_body text,
+        error text,
+        duration_ms integer,
+        next_retry_at timestamptz(3),
+        created_at timestamptz(3) NOT NULL,
+        due_at timestamptz(3),
+        lease_until timestamptz(3),
+        claim_token text COLLATE "C"
+      )`,
+      // The log of an endpoint, newest first.
+      `CREATE INDEX deliveries_list ON deliveries (webhook_id, created_at DESC, id DESC)`,
+      `CREATE INDEX deliveries_event ON deliveries (webhook_id, event_id)`,
+      // The queue: only pending rows, earliest due first.
+      `CREATE INDEX deliveries_due ON deliveries (due_at, id) WHERE due_at IS NOT NULL`
+    ]
   }
 ]

@@ -16,6 +16,7 @@ import {
 } from "@intake/memory"
 import { Layer } from "effect"
 import { PgApiKeyRepository, PgWorkspaceRepository } from "./access.js"
+import { PgDeliveryRepository, PgDeliveryWakeups } from "./deliveries.js"
 import { runMigrations } from "./migrator.js"
 import { layerPglite } from "./pglite-client.js"
 import { IdempotencyPurgeLive } from "./purge.js"
@@ -23,12 +24,13 @@ import { PgSubmissionPortsLive } from "./submissions.js"
 import { PgUnitOfWork } from "./unit-of-work.js"
 import { PgWebhookPortsLive } from "./webhooks.js"
 
-/** Every repository, the outbox, the idempotency store and the unit of work, over a SqlClient. */
+/** Every repository, the outbox, the idempotency store, the delivery queue and the unit of work, over a SqlClient. */
 export const PgRepositoriesLive = Layer.mergeAll(
   PgWorkspaceRepository,
   PgApiKeyRepository,
   PgSubmissionPortsLive,
   PgWebhookPortsLive,
+  PgDeliveryRepository,
   PgUnitOfWork
 )
 
@@ -49,7 +51,8 @@ export const pgPortsOn = <E>(database: Layer.Layer<PgClient.PgClient | SqlClient
     MemoryRateLimiter,
     MemoryAccessInvalidation,
     BuiltInSummarizerLive,
-    NodeAddressResolver
+    NodeAddressResolver,
+    PgDeliveryWakeups
   )
   return Layer.merge(repositories, IdempotencyPurgeLive().pipe(Layer.provide(PgWebhookPortsLive))).pipe(
     Layer.provideMerge(PlatformLive),

@@ -29,7 +29,7 @@ export const listWebhooksQuery = (sql: SqlClient.SqlClient, workspaceId: string,
     ORDER BY w.created_at DESC, w.id DESC
     LIMIT ${page.limit + 1}`
 
-const endpointFromRow = (row: Row): WebhookEndpoint => ({
+export const endpointFromRow = (row: Row): WebhookEndpoint => ({
   id: row.id as string,
   workspaceId: row.workspace_id as string,
   url: row.url as string,

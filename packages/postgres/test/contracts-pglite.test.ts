@@ -1,6 +1,8 @@
 import { Layer } from "effect"
 import { layerPglite } from "../src/pglite-client.js"
 import { migrated, PgRepositoriesLive } from "../src/runtime.js"
-import { sharedLayer, storageContracts } from "./support.js"
+import { deliveryContract, sharedLayer, storageContracts } from "./support.js"
 
-storageContracts("PGlite", sharedLayer(PgRepositoriesLive.pipe(Layer.provide(migrated(layerPglite({}))))))
+const ports = sharedLayer(PgRepositoriesLive.pipe(Layer.provideMerge(migrated(layerPglite({})))))
+storageContracts("PGlite", ports)
+deliveryContract("PGlite", ports)

@@ -1,8 +1,10 @@
 import { Layer } from "effect"
 import { PgRepositoriesLive } from "../src/runtime.js"
 import { PostgresTestDatabase } from "../src/test-database.js"
-import { describePostgres, sharedLayer, storageContracts } from "./support.js"
+import { deliveryContract, describePostgres, sharedLayer, storageContracts } from "./support.js"
 
 describePostgres("on PostgreSQL", () => {
-  storageContracts("PostgreSQL", sharedLayer(PgRepositoriesLive.pipe(Layer.provide(PostgresTestDatabase()))))
+  const ports = sharedLayer(PgRepositoriesLive.pipe(Layer.provideMerge(PostgresTestDatabase())))
+  storageContracts("PostgreSQL", ports)
+  deliveryContract("PostgreSQL", ports)
 })

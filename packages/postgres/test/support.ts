@@ -1,8 +1,11 @@
 /** What the test files of this package share. */
+
+import { SqlClient } from "@effect/sql"
 import { afterAll, describe } from "@effect/vitest"
 import type {
   ApiKeyRepository,
   ContactRepository,
+  DeliveryRepository,
   EventOutbox,
   IdempotencyStore,
   IntakeBotRepository,
@@ -15,6 +18,7 @@ import type {
 import {
   apiKeyRepositoryContract,
   contactRepositoryContract,
+  deliveryRepositoryContract,
   eventOutboxContract,
   idempotencyStoreContract,
   intakeBotRepositoryContract,
@@ -88,3 +92,18 @@ export const storageContracts = (
   webhookRepositoryContract(name, ports)
   idempotencyStoreContract(name, ports)
 }
+
+/**
+ * The DeliveryRepository contract on a shared database: its queue is global, so each
+ * test starts from an empty `deliveries` table (the tests of a file run one by one).
+ */
+export const deliveryContract = (
+  name: string,
+  ports: Layer.Layer<DeliveryRepository | WebhookRepository | UnitOfWork | SqlClient.SqlClient>
+): void =>
+  deliveryRepositoryContract(
+    name,
+    Layer.effectDiscard(
+      Effect.orDie(Effect.flatMap(SqlClient.SqlClient, (sql) => sql`DELETE FROM deliveries`))
+    ).pipe(Layer.provideMerge(ports))
+  )

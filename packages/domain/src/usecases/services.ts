@@ -2,7 +2,7 @@
  * The use cases the adapters call, as services. Their layers live beside this file, one
  * per area; the HTTP layer depends only on these shapes.
  */
-import { Context, type Effect } from "effect"
+import { Context, type Effect, type Option } from "effect"
 import type {
   AuthenticationRequired,
   Conflict,
@@ -18,6 +18,7 @@ import type {
 import type {
   ApiKey,
   BotStatus,
+  Delivery,
   EpochMillis,
   IntakeBot,
   IntakeBotListItem,
@@ -250,6 +251,42 @@ export class Webhooks extends Context.Tag("@intake/Webhooks")<
       changes: WebhookChanges
     ) => Effect.Effect<WebhookEndpoint, Fails<ResourceNotFound | ValidationFailed>>
     readonly remove: (workspaceId: string, id: string) => Effect.Effect<void, Fails<ResourceNotFound>>
+  }
+>() {}
+
+// ---------------------------------------------------------------- deliveries
+
+export class Deliveries extends Context.Tag("@intake/Deliveries")<
+  Deliveries,
+  {
+    /** The endpoint's attempts, newest first. */
+    readonly list: (
+      workspaceId: string,
+      webhookId: string,
+      query: ListQuery
+    ) => Effect.Effect<Listed<Delivery>, Fails<ResourceNotFound | ValidationFailed>>
+    /** Sends a `webhook.test` event at once, whatever the endpoint's status; answers the finished attempt. */
+    readonly test: (
+      workspaceId: string,
+      webhookId: string
+    ) => Effect.Effect<Delivery, Fails<ResourceNotFound>>
+    /**
+     * Sends the attempt's event again at once, rebuilt from its source (409 conflict when
+     * the source is gone; 404 delivery when the id is not this endpoint's attempt).
+     */
+    readonly redeliver: (
+      workspaceId: string,
+      webhookId: string,
+      deliveryId: string
+    ) => Effect.Effect<Delivery, Fails<ResourceNotFound | Conflict>>
+    /** The dispatcher's side: lease up to `limit` due attempts under `claimToken`. */
+    readonly claimDue: (limit: number, claimToken: string) => Effect.Effect<ReadonlyArray<Delivery>, Fails>
+    /** Makes one claimed attempt and logs it; answers the finished attempt. */
+    readonly dispatch: (delivery: Delivery, claimToken: string) => Effect.Effect<Delivery, Fails>
+    /** Gives claimed attempts back (a dispatcher stopping before it made them). */
+    readonly release: (deliveryIds: ReadonlyArray<string>, claimToken: string) => Effect.Effect<void, Fails>
+    /** When the earliest pending attempt is due, if any. */
+    readonly nextDueAt: Effect.Effect<Option.Option<EpochMillis>, Fails>
   }
 >() {}
 

@@ -21,6 +21,8 @@ import { monthlySubmissionQuota } from "../policies/plans.js"
 import {
   ContactRepository,
   Crypto,
+  DeliveryRepository,
+  DeliveryWakeups,
   EventOutbox,
   Ids,
   IntakeBotRepository,
@@ -30,6 +32,7 @@ import {
   UsageCounters,
   WorkspaceRepository
 } from "../ports.js"
+import { queueDeliveries } from "./deliveries.js"
 import { listed, pageRequest } from "./lists.js"
 import { type NewSubmission, Submissions } from "./services.js"
 
@@ -98,6 +101,8 @@ export const SubmissionsLive = Layer.effect(
     const unitOfWork = yield* UnitOfWork
     const crypto = yield* Crypto
     const ids = yield* Ids
+    const deliveryRepository = yield* DeliveryRepository
+    const wakeups = yield* DeliveryWakeups
 
     const botInWorkspace = (workspaceId: string, id: string) =>
       Effect.flatMap(
@@ -165,11 +170,11 @@ export const SubmissionsLive = Layer.effect(
         const contactId = contactCandidate === null ? null : yield* ids.next("con")
         const eventIds = [yield* ids.next("evt"), yield* ids.next("evt")] as const
 
-        yield* unitOfWork.transaction(
+        const queued = yield* unitOfWork.transaction(
           Effect.gen(function* () {
             yield* usage.reserveSubmission(workspace.id, periodOf(now), monthlySubmissionQuota(workspace))
             yield* submissions.insert(submission, messages)
-            if (status !== "COMPLETED") return
+            if (status !== "COMPLETED") return 0
             let contact: { readonly contact: Contact; readonly created: boolean } | null = null
             if (contactCandidate !== null && contactId !== null)
               contact = yield* contacts.findOrCreate({
@@ -188,12 +193,19 @@ export const SubmissionsLive = Layer.effect(
               contactId: contact?.contact.id ?? null,
               createdAt: now
             })
-            yield* outbox.append([
+            const events = [
               event(eventIds[0], "submission.completed"),
               ...(contact?.created === true ? [event(eventIds[1], "contact.created")] : [])
-            ])
+            ]
+            yield* outbox.append(events)
+            // The attempts commit with their events: none is lost, none sent for a rollback.
+            return yield* queueDeliveries(events, now).pipe(
+              Effect.provideService(DeliveryRepository, deliveryRepository),
+              Effect.provideService(Ids, ids)
+            )
           })
         )
+        if (queued > 0) yield* wakeups.notify
         return { ...submission, messages } satisfies SubmissionDetail
       })
 

@@ -1,0 +1,80 @@
+/**
+ * The delivery engine's configuration (decisions.md section 9), read through effect
+ * `Config`, and the layers that run it: the server uses them for its in-process
+ * dispatcher, the worker process for its own.
+ */
+import { randomUUID } from "node:crypto"
+import { DeliveriesLive, DeliverySettings, type DeliverySettingsValues, RetrySchedule } from "@intake/domain"
+import { Config, ConfigError, Effect, Either, Layer } from "effect"
+import { type DispatcherOptions, runDispatcher } from "./dispatcher.js"
+import { NodeReceiverClient } from "./receiver-client.js"
+
+const millis = (name: string, fallback: string) =>
+  Config.string(name).pipe(
+    Config.withDefault(fallback),
+    Config.mapOrFail((text) =>
+      Either.mapLeft(RetrySchedule.parseDuration(text), (message) => ConfigError.InvalidData([], message))
+    )
+  )
+
+export interface DeliveryConfig {
+  readonly allowPrivateNetworks: boolean
+  readonly retrySchedule: ReadonlyArray<number>
+  readonly disableAfterMs: number
+  /** WEBHOOK_DISPATCH_CONCURRENCY: attempts in flight at once per dispatcher (default 32). */
+  readonly concurrency: number
+  /** WEBHOOK_POLL_INTERVAL: longest sleep between looks at the queue (default 1s). */
+  readonly pollIntervalMs: number
+  /**
+   * WEBHOOK_LEASE: how long a claimed attempt stays with its dispatcher (default 60s, well
+   * above the 10 s an attempt may take); a dispatcher that dies gives its claims back then.
+   */
+  readonly leaseMs: number
+}
+
+export const deliveryConfig: Config.Config<DeliveryConfig> = Config.all({
+  allowPrivateNetworks: Config.boolean("WEBHOOK_ALLOW_PRIVATE_NETWORKS").pipe(Config.withDefault(false)),
+  retrySchedule: Config.string("WEBHOOK_RETRY_SCHEDULE").pipe(
+    Config.withDefault(RetrySchedule.DEFAULT_RETRY_SCHEDULE),
+    Config.mapOrFail((text) =>
+      Either.mapLeft(RetrySchedule.parseRetrySchedule(text), (message) =>
+        ConfigError.InvalidData([], message)
+      )
+    )
+  ),
+  disableAfterMs: millis("WEBHOOK_DISABLE_AFTER", RetrySchedule.DEFAULT_DISABLE_AFTER),
+  concurrency: Config.integer("WEBHOOK_DISPATCH_CONCURRENCY").pipe(
+    Config.withDefault(32),
+    Config.validate({ message: "must be at least 1", validation: (n) => n >= 1 })
+  ),
+  pollIntervalMs: millis("WEBHOOK_POLL_INTERVAL", "1s"),
+  leaseMs: millis("WEBHOOK_LEASE", "60s")
+})
+
+export interface DeliveryEngineOptions {
+  readonly allowPrivateNetworks: boolean
+  readonly settings?: Partial<DeliverySettingsValues>
+  /** Receiver time limit; default 10 s. */
+  readonly timeoutMs?: number
+}
+
+/**
+ * The Deliveries use case with its settings and the Node receiver client. Needs the
+ * ports (DeliveryRepository, the repositories, AddressResolver, …) and WebhookSettings.
+ */
+export const deliveryEngine = (options: DeliveryEngineOptions) =>
+  DeliveriesLive.pipe(
+    Layer.provide(
+      NodeReceiverClient({
+        allowPrivateNetworks: options.allowPrivateNetworks,
+        ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs })
+      })
+    ),
+    Layer.provide(DeliverySettings.layer(options.settings ?? {}))
+  )
+
+/** A dispatcher running in the background for the layer's lifetime; stops gracefully with it. */
+export const dispatcherLayer = (options: Omit<DispatcherOptions, "claimToken">) =>
+  Layer.scopedDiscard(
+    Effect.forkScoped(runDispatcher({ ...options, claimToken: `dsp_${randomUUID().replaceAll("-", "")}` }))
+  )

@@ -1,0 +1,3 @@
+export * from "./config.js"
+export * from "./dispatcher.js"
+export * from "./receiver-client.js"

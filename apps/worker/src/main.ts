@@ -1,0 +1,52 @@
+/**
+ * `pnpm --filter @intake/worker start`: a dispatcher process on the PostgreSQL database
+ * of DATABASE_URL (migrated first), delivering what any server or worker queued there.
+ * Any number of workers may share one database. On SIGTERM (or Ctrl-C) it finishes the
+ * attempts it claimed and claims nothing more. It needs a shared store: with the
+ * embedded database the server runs the dispatcher in-process.
+ */
+import { NodeRuntime } from "@effect/platform-node"
+import { WebhookSettings } from "@intake/domain"
+import { PostgresPortsLive } from "@intake/postgres"
+import { Cause, Config, Console, Effect, Layer, Option } from "effect"
+import { deliveryConfig, deliveryEngine, dispatcherLayer } from "./config.js"
+
+const program = Effect.gen(function* () {
+  const config = yield* deliveryConfig
+  const databaseUrl = yield* Config.option(Config.redacted("DATABASE_URL"))
+  if (Option.isNone(databaseUrl)) {
+    yield* Console.error(
+      "The worker needs DATABASE_URL. Without it the server runs the dispatcher in-process on its embedded store."
+    )
+    return yield* Effect.fail("DATABASE_URL is not set")
+  }
+  const engine = deliveryEngine({
+    allowPrivateNetworks: config.allowPrivateNetworks,
+    settings: {
+      retrySchedule: config.retrySchedule,
+      disableAfterMs: config.disableAfterMs,
+      leaseMs: config.leaseMs
+    }
+  }).pipe(
+    Layer.provideMerge(
+      Layer.merge(
+        PostgresPortsLive({ url: databaseUrl.value }),
+        WebhookSettings.layer({ allowPrivateNetworks: config.allowPrivateNetworks })
+      )
+    )
+  )
+  const worker = dispatcherLayer({
+    concurrency: config.concurrency,
+    pollIntervalMs: config.pollIntervalMs
+  }).pipe(Layer.provide(engine))
+  return yield* Effect.gen(function* () {
+    // The line a supervisor (or a test) waits for.
+    yield* Console.log(`worker ready (pid ${process.pid}, concurrency ${config.concurrency})`)
+    return yield* Effect.never
+  }).pipe(
+    Effect.provide(worker),
+    Effect.tapErrorCause((cause) => Console.error(`The worker stopped:\n${Cause.pretty(cause)}`))
+  )
+})
+
+NodeRuntime.runMain(program, { disableErrorReporting: true })

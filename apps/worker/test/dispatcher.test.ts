@@ -1,0 +1,113 @@
+/** The dispatcher loop under TestClock: bounded concurrency, wake-up on new events, graceful stop. */
+import { describe, expect, it } from "@effect/vitest"
+import {
+  Deliveries,
+  IntakeBots,
+  ReceiverClient,
+  type ReceiverRequest,
+  Submissions,
+  Webhooks,
+  WorkspaceRepository
+} from "@intake/domain"
+import { deliveryRulesLayer, newIntakeBot, requiredOnlyData, workspaceRecord } from "@intake/testing"
+import { Effect, Fiber, Layer, TestClock } from "effect"
+import { runDispatcher } from "../src/dispatcher.js"
+
+/** A receiver that takes `delayMs` (TestClock time) to answer 200, counting requests in flight. */
+const slowReceiver = (delayMs: number) => {
+  const state = { inFlight: 0, maxInFlight: 0, sent: [] as Array<ReceiverRequest> }
+  const layer = Layer.succeed(ReceiverClient, {
+    send: (request) =>
+      Effect.gen(function* () {
+        state.inFlight++
+        state.maxInFlight = Math.max(state.maxInFlight, state.inFlight)
+        yield* Effect.sleep(delayMs)
+        state.inFlight--
+        state.sent.push(request)
+        return { status: 200, body: "", retryAfter: null }
+      })
+  })
+  return { state, layer }
+}
+
+const givenEvents = (count: number) =>
+  Effect.gen(function* () {
+    const workspace = workspaceRecord()
+    yield* (yield* WorkspaceRepository).insert(workspace)
+    const bot = yield* (yield* IntakeBots).create(workspace.id, newIntakeBot())
+    const webhook = yield* (yield* Webhooks).create(workspace.id, {
+      url: "https://hooks.example.com/in",
+      events: ["submission.completed"]
+    })
+    const submissions = yield* Submissions
+    const submit = () => submissions.create(workspace.id, bot.id, { data: requiredOnlyData() })
+    for (let i = 0; i < count; i++) yield* submit()
+    return { workspaceId: workspace.id, webhookId: webhook.id, submit }
+  })
+
+const statuses = (workspaceId: string, webhookId: string) =>
+  Effect.map(
+    Effect.flatMap(Deliveries, (d) => d.list(workspaceId, webhookId, { limit: 100, cursor: null })),
+    (listed) => listed.items.map((item) => item.status)
+  )
+
+const addresses = { "hooks.example.com": ["93.184.216.34"] }
+
+describe("the dispatcher", () => {
+  it.effect("keeps at most `concurrency` attempts in flight and drains the queue", () => {
+    const receiver = slowReceiver(1_000)
+    return Effect.gen(function* () {
+      const { workspaceId, webhookId } = yield* givenEvents(10)
+      const dispatcher = yield* Effect.fork(
+        runDispatcher({ concurrency: 3, pollIntervalMs: 60_000, claimToken: "d1" })
+      )
+      for (let second = 0; second < 4; second++) yield* TestClock.adjust(1_000)
+      expect(receiver.state.sent).toHaveLength(10)
+      expect(receiver.state.maxInFlight).toBe(3)
+      expect(yield* statuses(workspaceId, webhookId)).toEqual(Array(10).fill("succeeded"))
+      yield* Fiber.interrupt(dispatcher)
+    }).pipe(Effect.provide(deliveryRulesLayer(receiver.layer, { addresses })))
+  })
+
+  it.effect("a new event leaves at once, without waiting for the next poll", () => {
+    const receiver = slowReceiver(0)
+    return Effect.gen(function* () {
+      const { submit } = yield* givenEvents(0)
+      const dispatcher = yield* Effect.fork(
+        runDispatcher({ concurrency: 4, pollIntervalMs: 60_000, claimToken: "d1" })
+      )
+      yield* TestClock.adjust(0)
+      yield* submit()
+      // No clock time passes: only the wake-up signal can have started the attempt.
+      for (let i = 0; i < 20 && receiver.state.sent.length === 0; i++) yield* Effect.yieldNow()
+      expect(receiver.state.sent).toHaveLength(1)
+      yield* Fiber.interrupt(dispatcher)
+    }).pipe(Effect.provide(deliveryRulesLayer(receiver.layer, { addresses })))
+  })
+
+  it.effect("stopping finishes the attempts it claimed and claims nothing more", () => {
+    const receiver = slowReceiver(5_000)
+    return Effect.gen(function* () {
+      const { workspaceId, webhookId } = yield* givenEvents(4)
+      const dispatcher = yield* Effect.fork(
+        runDispatcher({ concurrency: 2, pollIntervalMs: 60_000, claimToken: "d1" })
+      )
+      yield* TestClock.adjust(1_000)
+      expect(receiver.state.inFlight).toBe(2)
+      const stopping = yield* Effect.fork(Fiber.interrupt(dispatcher))
+      yield* TestClock.adjust(1_000)
+      expect(stopping.unsafePoll()).toBeNull()
+      yield* TestClock.adjust(4_000)
+      yield* Fiber.join(stopping)
+      expect(receiver.state.sent).toHaveLength(2)
+      expect((yield* statuses(workspaceId, webhookId)).sort()).toEqual([
+        "pending",
+        "pending",
+        "succeeded",
+        "succeeded"
+      ])
+      // What it did not claim is still due for the next dispatcher.
+      expect(yield* (yield* Deliveries).claimDue(10, "d2")).toHaveLength(2)
+    }).pipe(Effect.provide(deliveryRulesLayer(receiver.layer, { addresses })))
+  })
+})

@@ -1,0 +1,406 @@
+/**
+ * The delivery engine's use cases (decisions.md section 7): queue an event's attempts in
+ * the unit of work that records the event; dispatch a claimed attempt (rebuild the
+ * payload from its sources, sign it with Standard Webhooks, check the receiver's address,
+ * send, log the attempt, update the endpoint's state, schedule the retry or give up);
+ * send a test event or redeliver one at once; list an endpoint's attempts.
+ */
+import { Clock, Data, Effect, Either, Layer, Option } from "effect"
+import { Conflict, notFound, type StorageUnavailable } from "../errors.js"
+import type { Delivery, DomainEvent, WebhookEndpoint } from "../models.js"
+import {
+  contactCreatedPayload,
+  endpointTakes,
+  submissionCompletedPayload,
+  TEST_EVENT_TYPE,
+  testPayload,
+  type WebhookPayload
+} from "../policies/event-payloads.js"
+import { retryAfterMillis, retryDelay } from "../policies/retry-schedule.js"
+import { signatureHeaders } from "../policies/standard-webhooks.js"
+import {
+  AddressResolver,
+  type AttemptOutcome,
+  ContactRepository,
+  Crypto,
+  DeliveryRepository,
+  EventOutbox,
+  Ids,
+  IntakeBotRepository,
+  ReceiverClient,
+  SubmissionRepository,
+  UnitOfWork,
+  WebhookRepository
+} from "../ports.js"
+import { DeliverySettings } from "./delivery-settings.js"
+import { listed, pageRequest } from "./lists.js"
+import { verifyReceiverUrl } from "./receiver-address.js"
+import { Deliveries } from "./services.js"
+import { WebhookSettings } from "./webhook-settings.js"
+
+/** The most of a receiver's answer an attempt keeps. */
+export const RESPONSE_BODY_LIMIT = 1024
+export const USER_AGENT = "Intake-Webhooks/1"
+
+/**
+ * Queues one pending attempt of each event for every ACTIVE endpoint that takes it.
+ * Called inside the unit of work that records the events, so an event and its attempts
+ * commit together. Answers how many attempts were queued.
+ */
+export const queueDeliveries = (
+  events: ReadonlyArray<DomainEvent>,
+  now: number
+): Effect.Effect<number, StorageUnavailable, DeliveryRepository | Ids> =>
+  Effect.gen(function* () {
+    if (events.length === 0) return 0
+    const repository = yield* DeliveryRepository
+    const ids = yield* Ids
+    const workspaces = [...new Set(events.map((event) => event.workspaceId))]
+    const endpoints = (yield* Effect.forEach(workspaces, repository.activeEndpoints)).flat()
+    const queued: Array<Delivery> = []
+    for (const event of events)
+      for (const endpoint of endpoints)
+        if (endpointTakes(endpoint, event))
+          queued.push(
+            pendingAttempt({
+              id: yield* ids.next("dlv"),
+              webhookId: endpoint.id,
+              eventId: event.id,
+              eventType: event.type,
+              attempt: 1,
+              trigger: "event",
+              createdAt: now
+            })
+          )
+    if (queued.length > 0) yield* repository.enqueue(queued, now)
+    return queued.length
+  })
+
+const pendingAttempt = (
+  fields: Pick<Delivery, "id" | "webhookId" | "eventId" | "eventType" | "attempt" | "trigger" | "createdAt">
+): Delivery => ({
+  ...fields,
+  status: "pending",
+  responseStatus: null,
+  responseBody: null,
+  error: null,
+  durationMs: null,
+  nextRetryAt: null
+})
+
+/** What one send did, before it is written down. */
+interface SendResult {
+  readonly ok: boolean
+  readonly responseStatus: number | null
+  readonly responseBody: string | null
+  readonly error: string | null
+  readonly retryAfter: string | null
+  readonly durationMs: number
+  readonly startedAt: number
+}
+
+/** The source of an event is gone: its payload cannot be rebuilt. */
+class SourceGone extends Data.TaggedError("SourceGone")<{ readonly what: string }> {}
+
+/** A claim that ran out while the attempt was under way: another dispatcher owns it now. */
+class LostClaim extends Data.TaggedError("LostClaim") {}
+
+export const DeliveriesLive = Layer.effect(
+  Deliveries,
+  Effect.gen(function* () {
+    const repository = yield* DeliveryRepository
+    const webhooks = yield* WebhookRepository
+    const outbox = yield* EventOutbox
+    const submissions = yield* SubmissionRepository
+    const bots = yield* IntakeBotRepository
+    const contacts = yield* ContactRepository
+    const client = yield* ReceiverClient
+    const resolver = yield* AddressResolver
+    const crypto = yield* Crypto
+    const ids = yield* Ids
+    const uow = yield* UnitOfWork
+    const webhookSettings = yield* WebhookSettings
+    const settings = yield* DeliverySettings
+
+    const findOwn = (workspaceId: string, webhookId: string) =>
+      Effect.flatMap(
+        webhooks.findInWorkspace(workspaceId, webhookId),
+        Option.match({ onNone: () => Effect.fail(notFound("webhook")), onSome: Effect.succeed })
+      )
+
+    const gone = (what: string) => Effect.fail(new SourceGone({ what }))
+
+    /** The payload of an outbox event, rebuilt from its sources as they are now. */
+    const eventPayload = (event: DomainEvent) =>
+      Effect.gen(function* () {
+        if (event.type === "submission.completed") {
+          const submission = yield* submissions.findInBot(
+            event.workspaceId,
+            event.intakeBotId,
+            event.submissionId
+          )
+          if (Option.isNone(submission)) return yield* gone("submission")
+          const bot = yield* bots.findById(event.intakeBotId)
+          if (Option.isNone(bot)) return yield* gone("intake bot")
+          return submissionCompletedPayload(event, submission.value, bot.value) as WebhookPayload
+        }
+        const contact =
+          event.contactId === null
+            ? Option.none()
+            : yield* contacts.findById(event.workspaceId, event.contactId)
+        if (Option.isNone(contact)) return yield* gone("contact")
+        return contactCreatedPayload(event, contact.value) as WebhookPayload
+      })
+
+    /** The payload of any attempt: a test event is its own source; others come from the outbox. */
+    const payloadOf = (delivery: Delivery) =>
+      Effect.gen(function* () {
+        if (delivery.eventType === TEST_EVENT_TYPE) {
+          const first = (yield* repository.attemptsOf(delivery.webhookId, delivery.eventId))[0] ?? delivery
+          return testPayload(delivery.eventId, delivery.webhookId, first.createdAt) as WebhookPayload
+        }
+        const event = yield* outbox.findById(delivery.eventId)
+        if (Option.isNone(event)) return yield* gone("event")
+        return yield* eventPayload(event.value)
+      })
+
+    /** Signs and sends; a refused address or an unreachable receiver is a failed attempt, not an error. */
+    const send = (endpoint: WebhookEndpoint, payload: WebhookPayload) =>
+      Effect.gen(function* () {
+        const startedAt = yield* Clock.currentTimeMillis
+        const body = JSON.stringify(payload)
+        const headers = {
+          "content-type": "application/json",
+          "user-agent": USER_AGENT,
+          ...signatureHeaders(crypto.hmacSha256, {
+            secret: endpoint.secret,
+            messageId: payload.id,
+            timestampSeconds: Math.floor(startedAt / 1000),
+            body
+          })
+        }
+        const outcome = yield* verifyReceiverUrl(endpoint.url, webhookSettings).pipe(
+          Effect.provideService(AddressResolver, resolver),
+          Effect.flatMap(() => client.send({ url: endpoint.url, headers, body })),
+          Effect.either
+        )
+        const durationMs = (yield* Clock.currentTimeMillis) - startedAt
+        if (Either.isLeft(outcome)) {
+          const error = outcome.left
+          const message =
+            error._tag === "ValidationFailed"
+              ? `not sent: the receiver URL ${error.issues.map((issue) => issue.message).join("; ")}`
+              : error._tag === "StorageUnavailable"
+                ? "not sent: the receiver's name could not be resolved"
+                : error.message
+          return {
+            ok: false,
+            responseStatus: null,
+            responseBody: null,
+            error: message,
+            retryAfter: null,
+            durationMs,
+            startedAt
+          } satisfies SendResult
+        }
+        const response = outcome.right
+        return {
+          ok: response.status >= 200 && response.status < 300,
+          responseStatus: response.status,
+          responseBody: response.body.slice(0, RESPONSE_BODY_LIMIT),
+          error: null,
+          retryAfter: response.retryAfter,
+          durationMs,
+          startedAt
+        } satisfies SendResult
+      })
+
+    const finishedAttempt = (
+      pending: Delivery,
+      result: SendResult,
+      nextRetryAt: number | null
+    ): Delivery => ({
+      ...pending,
+      status: result.ok ? "succeeded" : "failed",
+      responseStatus: result.responseStatus,
+      responseBody: result.responseBody,
+      error: result.error,
+      durationMs: result.durationMs,
+      nextRetryAt
+    })
+
+    const outcomeOf = (result: SendResult): AttemptOutcome => ({
+      ok: result.ok,
+      responseStatus: result.responseStatus,
+      at: result.startedAt
+    })
+
+    /** Closes an attempt that is not sent (endpoint gone, paused or disabled; source gone). */
+    const dropAttempt = (delivery: Delivery, claimToken: string, error: string) =>
+      Effect.as(repository.complete({ ...delivery, status: "failed", error }, claimToken, null), {
+        ...delivery,
+        status: "failed" as const,
+        error
+      })
+
+    const random = () => {
+      const bytes = crypto.randomBytes(4)
+      return ((bytes[0]! << 24) | (bytes[1]! << 16) | (bytes[2]! << 8) | bytes[3]!) >>> 0
+    }
+
+    /** Sends a test or redelivery at once and logs it (no retries: the caller sees the result). */
+    const sendNow = (endpoint: WebhookEndpoint, attempt: Delivery, payload: WebhookPayload) =>
+      Effect.gen(function* () {
+        const result = yield* send(endpoint, payload)
+        const finished = finishedAttempt(attempt, result, null)
+        yield* uow.transaction(
+          Effect.zipRight(
+            repository.recordOutcome(endpoint.id, outcomeOf(result), settings.disableAfterMs),
+            repository.insertFinished(finished)
+          )
+        )
+        return finished
+      })
+
+    return Deliveries.of({
+      list: (workspaceId, webhookId, query) =>
+        Effect.gen(function* () {
+          const endpoint = yield* findOwn(workspaceId, webhookId)
+          const list = `deliveries:${endpoint.id}`
+          const page = yield* pageRequest(crypto, list, query)
+          return listed(crypto, list, yield* repository.list(endpoint.id, page))
+        }),
+
+      test: (workspaceId, webhookId) =>
+        Effect.gen(function* () {
+          const endpoint = yield* findOwn(workspaceId, webhookId)
+          const now = yield* Clock.currentTimeMillis
+          const attempt = pendingAttempt({
+            id: yield* ids.next("dlv"),
+            webhookId: endpoint.id,
+            eventId: yield* ids.next("evt"),
+            eventType: TEST_EVENT_TYPE,
+            attempt: 1,
+            trigger: "test",
+            createdAt: now
+          })
+          return yield* sendNow(endpoint, attempt, testPayload(attempt.eventId, endpoint.id, now))
+        }),
+
+      redeliver: (workspaceId, webhookId, deliveryId) =>
+        Effect.gen(function* () {
+          const endpoint = yield* findOwn(workspaceId, webhookId)
+          const original = yield* Effect.flatMap(
+            repository.findInWebhook(endpoint.id, deliveryId),
+            Option.match({ onNone: () => Effect.fail(notFound("delivery")), onSome: Effect.succeed })
+          )
+          const payload = yield* payloadOf(original).pipe(
+            Effect.catchTag("SourceGone", (source) =>
+              Effect.fail(
+                new Conflict({
+                  message: `The ${source.what} this delivery was built from no longer exists; it cannot be redelivered.`
+                })
+              )
+            )
+          )
+          const earlier = yield* repository.attemptsOf(endpoint.id, original.eventId)
+          const attempt = pendingAttempt({
+            id: yield* ids.next("dlv"),
+            webhookId: endpoint.id,
+            eventId: original.eventId,
+            eventType: original.eventType,
+            attempt: Math.max(0, ...earlier.map((delivery) => delivery.attempt)) + 1,
+            trigger: "redeliver",
+            createdAt: yield* Clock.currentTimeMillis
+          })
+          return yield* sendNow(endpoint, attempt, payload)
+        }),
+
+      claimDue: (limit, claimToken) =>
+        Effect.flatMap(Clock.currentTimeMillis, (now) =>
+          repository.claimDue(now, limit, settings.leaseMs, claimToken)
+        ),
+
+      release: (deliveryIds, claimToken) =>
+        deliveryIds.length === 0 ? Effect.void : repository.release(deliveryIds, claimToken),
+
+      nextDueAt: repository.nextDueAt(),
+
+      dispatch: (delivery, claimToken) =>
+        Effect.gen(function* () {
+          const endpoint = yield* repository.endpoint(delivery.webhookId)
+          if (Option.isNone(endpoint))
+            return yield* dropAttempt(delivery, claimToken, "not sent: the webhook was deleted")
+          if (endpoint.value.status !== "active")
+            return yield* dropAttempt(
+              delivery,
+              claimToken,
+              `not sent: the webhook is ${endpoint.value.status}`
+            )
+          const payload = yield* payloadOf(delivery).pipe(
+            Effect.map(Either.right),
+            Effect.catchTag("SourceGone", (source) => Effect.succeed(Either.left(source)))
+          )
+          if (Either.isLeft(payload))
+            return yield* dropAttempt(
+              delivery,
+              claimToken,
+              `not sent: the ${payload.left.what} no longer exists`
+            )
+
+          const result = yield* send(endpoint.value, payload.right)
+          const finishedAt = yield* Clock.currentTimeMillis
+          const delay = result.ok
+            ? null
+            : retryDelay({
+                schedule: settings.retrySchedule,
+                failedAttempt: delivery.attempt,
+                random: random() / 2 ** 32,
+                responseStatus: result.responseStatus,
+                retryAfterMs: retryAfterMillis(result.retryAfter, finishedAt)
+              })
+          const retryId = delay === null ? null : yield* ids.next("dlv")
+          return yield* uow
+            .transaction(
+              Effect.gen(function* () {
+                const after = yield* repository.recordOutcome(
+                  delivery.webhookId,
+                  outcomeOf(result),
+                  settings.disableAfterMs
+                )
+                // A disabled (or deleted) endpoint gets no retry.
+                const retries =
+                  delay !== null &&
+                  retryId !== null &&
+                  Option.isSome(after) &&
+                  after.value.status === "active"
+                const nextRetryAt = retries ? finishedAt + delay : null
+                const finished = finishedAttempt(delivery, result, nextRetryAt)
+                const next =
+                  retries && nextRetryAt !== null
+                    ? {
+                        delivery: pendingAttempt({
+                          id: retryId,
+                          webhookId: delivery.webhookId,
+                          eventId: delivery.eventId,
+                          eventType: delivery.eventType,
+                          attempt: delivery.attempt + 1,
+                          trigger: "retry",
+                          // Strictly after the attempt it follows, so the log's order (newest first) holds.
+                          createdAt: Math.max(finishedAt, delivery.createdAt + 1)
+                        }),
+                        dueAt: nextRetryAt
+                      }
+                    : null
+                if (!(yield* repository.complete(finished, claimToken, next))) return yield* new LostClaim()
+                return finished
+              })
+            )
+            .pipe(
+              // Another dispatcher took the attempt over: what this one sent stays unlogged.
+              Effect.catchTag("LostClaim", () => Effect.succeed(finishedAttempt(delivery, result, null)))
+            )
+        })
+    })
+  })
+)

@@ -1,0 +1,37 @@
+/**
+ * Settings of the delivery engine, supplied by the composition root from its
+ * configuration (WEBHOOK_RETRY_SCHEDULE, WEBHOOK_DISABLE_AFTER). A Context.Reference:
+ * a runtime that provides nothing gets decisions.md's defaults.
+ */
+import { Context, Either, Layer } from "effect"
+import {
+  DEFAULT_DISABLE_AFTER,
+  DEFAULT_RETRY_SCHEDULE,
+  parseDuration,
+  parseRetrySchedule
+} from "../policies/retry-schedule.js"
+
+export interface DeliverySettingsValues {
+  /** Delays before the 2nd, 3rd, … attempt, in milliseconds. */
+  readonly retrySchedule: ReadonlyArray<number>
+  /** An unbroken failure streak this long disables the endpoint. */
+  readonly disableAfterMs: number
+  /**
+   * How long a claimed attempt stays with its dispatcher: well above the 10 s an attempt
+   * may take, so only a dispatcher that died loses its claims.
+   */
+  readonly leaseMs: number
+}
+
+const defaults = (): DeliverySettingsValues => ({
+  retrySchedule: Either.getOrThrow(parseRetrySchedule(DEFAULT_RETRY_SCHEDULE)),
+  disableAfterMs: Either.getOrThrow(parseDuration(DEFAULT_DISABLE_AFTER)),
+  leaseMs: 60_000
+})
+
+export class DeliverySettings extends Context.Reference<DeliverySettings>()("@intake/DeliverySettings", {
+  defaultValue: defaults
+}) {
+  static readonly layer = (values: Partial<DeliverySettingsValues>): Layer.Layer<never> =>
+    Layer.succeed(DeliverySettings, { ...defaults(), ...values })
+}

@@ -1,0 +1,109 @@
+/** Memory adapters of the delivery queue and log, and of the dispatcher wake-up signal. */
+import { DeliveryRepository, DeliveryWakeups, EndpointHealth, Paging } from "@intake/domain"
+import { Effect, Layer, Option, Queue } from "effect"
+import { MemoryDatabase } from "./database.js"
+
+export const MemoryDeliveryRepository = Layer.effect(
+  DeliveryRepository,
+  Effect.map(MemoryDatabase, (db) =>
+    DeliveryRepository.of({
+      activeEndpoints: (workspaceId) =>
+        db.run((t) =>
+          [...t.webhooks.values()].filter(
+            (endpoint) => endpoint.workspaceId === workspaceId && endpoint.status === "active"
+          )
+        ),
+      endpoint: (webhookId) => db.run((t) => Option.fromNullable(t.webhooks.get(webhookId))),
+      enqueue: (deliveries, dueAt) =>
+        db.run((t, write) => {
+          for (const delivery of deliveries) {
+            write.set(t.deliveries, delivery.id, delivery)
+            write.set(t.deliveryQueue, delivery.id, { dueAt, leaseUntil: null, claimToken: null })
+          }
+        }),
+      claimDue: (now, limit, leaseMs, claimToken) =>
+        db.run((t, write) => {
+          const due = [...t.deliveryQueue]
+            .filter(
+              ([, queued]) => queued.dueAt <= now && (queued.leaseUntil === null || queued.leaseUntil <= now)
+            )
+            .sort(([a, x], [b, y]) => x.dueAt - y.dueAt || (a < b ? -1 : a > b ? 1 : 0))
+            .slice(0, limit)
+          return due.flatMap(([id, queued]) => {
+            const delivery = t.deliveries.get(id)
+            if (delivery === undefined) return []
+            write.set(t.deliveryQueue, id, { ...queued, leaseUntil: now + leaseMs, claimToken })
+            return [delivery]
+          })
+        }),
+      complete: (finished, claimToken, next) =>
+        db.run((t, write) => {
+          if (t.deliveryQueue.get(finished.id)?.claimToken !== claimToken) return false
+          write.remove(t.deliveryQueue, finished.id)
+          write.set(t.deliveries, finished.id, finished)
+          if (next !== null) {
+            write.set(t.deliveries, next.delivery.id, next.delivery)
+            write.set(t.deliveryQueue, next.delivery.id, {
+              dueAt: next.dueAt,
+              leaseUntil: null,
+              claimToken: null
+            })
+          }
+          return true
+        }),
+      release: (ids, claimToken) =>
+        db.run((t, write) => {
+          for (const id of ids) {
+            const queued = t.deliveryQueue.get(id)
+            if (queued?.claimToken === claimToken)
+              write.set(t.deliveryQueue, id, { ...queued, leaseUntil: null, claimToken: null })
+          }
+        }),
+      insertFinished: (delivery) => db.run((t, write) => write.set(t.deliveries, delivery.id, delivery)),
+      nextDueAt: () =>
+        db.run((t) => {
+          let earliest: number | null = null
+          for (const queued of t.deliveryQueue.values()) {
+            const at = Math.max(queued.dueAt, queued.leaseUntil ?? 0)
+            if (earliest === null || at < earliest) earliest = at
+          }
+          return Option.fromNullable(earliest)
+        }),
+      findInWebhook: (webhookId, id) =>
+        db.run((t) =>
+          Option.fromNullable(t.deliveries.get(id)).pipe(Option.filter((d) => d.webhookId === webhookId))
+        ),
+      attemptsOf: (webhookId, eventId) =>
+        db.run((t) =>
+          [...t.deliveries.values()]
+            .filter((d) => d.webhookId === webhookId && d.eventId === eventId)
+            .sort((a, b) => a.attempt - b.attempt || a.createdAt - b.createdAt || (a.id < b.id ? -1 : 1))
+        ),
+      list: (webhookId, page) =>
+        db.run((t) =>
+          Paging.pageOf(
+            [...t.deliveries.values()].filter((d) => d.webhookId === webhookId),
+            page
+          )
+        ),
+      recordOutcome: (webhookId, outcome, disableAfterMs) =>
+        db.run((t, write) => {
+          const endpoint = t.webhooks.get(webhookId)
+          if (endpoint === undefined) return Option.none()
+          const updated = EndpointHealth.afterAttempt(endpoint, outcome, disableAfterMs)
+          write.set(t.webhooks, webhookId, updated)
+          return Option.some(updated)
+        })
+    })
+  )
+)
+
+/** One signal slot: notifications coalesce until a dispatcher takes them. */
+export const MemoryDeliveryWakeups = Layer.effect(
+  DeliveryWakeups,
+  Effect.map(Queue.sliding<void>(1), (queue) =>
+    DeliveryWakeups.of({ notify: Effect.asVoid(Queue.offer(queue, undefined)), next: Queue.take(queue) })
+  )
+)
+
+export const MemoryDeliveryPortsLive = Layer.merge(MemoryDeliveryRepository, MemoryDeliveryWakeups)

@@ -1,0 +1,236 @@
+/**
+ * The contract every DeliveryRepository adapter keeps. Each test runs on a fresh layer
+ * (the queue is global: a claim sees every due attempt), so an adapter's layer should
+ * give a fresh store when built.
+ */
+import { describe, expect, it } from "@effect/vitest"
+import {
+  type Delivery,
+  DeliveryRepository,
+  StorageUnavailable,
+  UnitOfWork,
+  type WebhookEndpoint,
+  WebhookRepository
+} from "@intake/domain"
+import { Effect, Either, type Layer, Option } from "effect"
+import { aDelivery } from "../fixtures-deliveries.js"
+import { aWebhookEndpoint, uniqueId } from "../fixtures-webhooks.js"
+
+type Ports = DeliveryRepository | WebhookRepository | UnitOfWork
+
+const LEASE = 60_000
+const DAY = 86_400_000
+
+export const deliveryRepositoryContract = (name: string, theLayer: Layer.Layer<Ports>): void => {
+  describe(`DeliveryRepository contract (${name})`, () => {
+    const test = (title: string, body: () => Effect.Effect<void, unknown, Ports>) =>
+      it.effect(title, () => Effect.provide(body(), theLayer))
+
+    const givenEndpoint = (overrides: Partial<WebhookEndpoint> = {}) =>
+      Effect.gen(function* () {
+        const endpoint = aWebhookEndpoint({ workspaceId: uniqueId("ws"), ...overrides })
+        yield* (yield* WebhookRepository).insertWithinCap(endpoint, 100)
+        return endpoint
+      })
+
+    const ids = (deliveries: ReadonlyArray<Delivery>) => deliveries.map((d) => d.id).sort()
+
+    test("claims only due attempts, earliest first, up to the limit", () =>
+      Effect.gen(function* () {
+        const repo = yield* DeliveryRepository
+        const endpoint = yield* givenEndpoint()
+        const [a, b, c, later] = [1, 2, 3, 4].map(() => aDelivery({ webhookId: endpoint.id }))
+        yield* repo.enqueue([b!], 2_000)
+        yield* repo.enqueue([a!], 1_000)
+        yield* repo.enqueue([c!], 3_000)
+        yield* repo.enqueue([later!], 10_000)
+        expect(yield* repo.claimDue(500, 10, LEASE, "t1")).toEqual([])
+        const first = yield* repo.claimDue(5_000, 2, LEASE, "t1")
+        expect(first.map((d) => d.id)).toEqual([a!.id, b!.id])
+        expect(first[0]).toEqual(a)
+        expect((yield* repo.claimDue(5_000, 10, LEASE, "t2")).map((d) => d.id)).toEqual([c!.id])
+        expect(yield* repo.nextDueAt()).toEqual(Option.some(10_000))
+      }))
+
+    test("a claim is held until its lease ends, then another dispatcher may take it", () =>
+      Effect.gen(function* () {
+        const repo = yield* DeliveryRepository
+        const endpoint = yield* givenEndpoint()
+        const delivery = aDelivery({ webhookId: endpoint.id })
+        yield* repo.enqueue([delivery], 0)
+        expect(ids(yield* repo.claimDue(0, 10, LEASE, "first"))).toEqual([delivery.id])
+        expect(yield* repo.claimDue(LEASE - 1, 10, LEASE, "second")).toEqual([])
+        expect(yield* repo.nextDueAt()).toEqual(Option.some(LEASE))
+        expect(ids(yield* repo.claimDue(LEASE, 10, LEASE, "second"))).toEqual([delivery.id])
+        // The first dispatcher's late result is refused: the claim is the second's now.
+        const late = { ...delivery, status: "succeeded" as const, responseStatus: 200 }
+        expect(yield* repo.complete(late, "first", null)).toBe(false)
+        expect(yield* repo.findInWebhook(endpoint.id, delivery.id)).toEqual(Option.some(delivery))
+        expect(yield* repo.complete(late, "second", null)).toBe(true)
+        expect(yield* repo.findInWebhook(endpoint.id, delivery.id)).toEqual(Option.some(late))
+        // Finished: never claimed again.
+        expect(yield* repo.claimDue(10 * LEASE, 10, LEASE, "third")).toEqual([])
+        expect(yield* repo.nextDueAt()).toEqual(Option.none())
+      }))
+
+    test("completing queues the next attempt at its due time", () =>
+      Effect.gen(function* () {
+        const repo = yield* DeliveryRepository
+        const endpoint = yield* givenEndpoint()
+        const delivery = aDelivery({ webhookId: endpoint.id })
+        yield* repo.enqueue([delivery], 0)
+        yield* repo.claimDue(0, 10, LEASE, "t")
+        const failed = { ...delivery, status: "failed" as const, responseStatus: 500, nextRetryAt: 5_000 }
+        const retry = aDelivery({
+          webhookId: endpoint.id,
+          eventId: delivery.eventId,
+          attempt: 2,
+          trigger: "retry",
+          createdAt: 10
+        })
+        expect(yield* repo.complete(failed, "t", { delivery: retry, dueAt: 5_000 })).toBe(true)
+        expect(yield* repo.claimDue(4_999, 10, LEASE, "t")).toEqual([])
+        expect(yield* repo.claimDue(5_000, 10, LEASE, "t")).toEqual([retry])
+        expect(yield* repo.attemptsOf(endpoint.id, delivery.eventId)).toEqual([failed, retry])
+      }))
+
+    test("released claims are due again at once", () =>
+      Effect.gen(function* () {
+        const repo = yield* DeliveryRepository
+        const endpoint = yield* givenEndpoint()
+        const batch = [aDelivery({ webhookId: endpoint.id }), aDelivery({ webhookId: endpoint.id })]
+        yield* repo.enqueue(batch, 0)
+        yield* repo.claimDue(0, 10, LEASE, "stopping")
+        yield* repo.release([batch[0]!.id], "someone-else")
+        expect(yield* repo.claimDue(1, 10, LEASE, "other")).toEqual([])
+        yield* repo.release(
+          batch.map((d) => d.id),
+          "stopping"
+        )
+        expect(ids(yield* repo.claimDue(1, 10, LEASE, "other"))).toEqual(ids(batch))
+      }))
+
+    test("concurrent claims never hand one attempt to two dispatchers", () =>
+      Effect.gen(function* () {
+        const repo = yield* DeliveryRepository
+        const endpoint = yield* givenEndpoint()
+        const batch = Array.from({ length: 40 }, () => aDelivery({ webhookId: endpoint.id }))
+        yield* repo.enqueue(batch, 0)
+        const claims = yield* Effect.all(
+          Array.from({ length: 8 }, (_, i) => repo.claimDue(0, 7, LEASE, `d${i}`)),
+          { concurrency: "unbounded" }
+        )
+        const claimed = claims.flat().map((d) => d.id)
+        expect(new Set(claimed).size).toBe(claimed.length)
+        expect(claimed.length).toBe(40)
+      }))
+
+    test("attempts queued in a unit of work that fails are not kept", () =>
+      Effect.gen(function* () {
+        const repo = yield* DeliveryRepository
+        const uow = yield* UnitOfWork
+        const endpoint = yield* givenEndpoint()
+        const delivery = aDelivery({ webhookId: endpoint.id })
+        const failed = yield* Effect.either(
+          uow.transaction(
+            Effect.zipRight(
+              repo.enqueue([delivery], 0),
+              Effect.fail(new StorageUnavailable({ operation: "x" }))
+            )
+          )
+        )
+        expect(Either.isLeft(failed)).toBe(true)
+        expect(yield* repo.claimDue(0, 10, LEASE, "t")).toEqual([])
+        expect(yield* repo.findInWebhook(endpoint.id, delivery.id)).toEqual(Option.none())
+      }))
+
+    test("finds an attempt only under its own endpoint; lists newest first by keyset", () =>
+      Effect.gen(function* () {
+        const repo = yield* DeliveryRepository
+        const endpoint = yield* givenEndpoint()
+        const other = yield* givenEndpoint()
+        // Two share a timestamp: the id breaks the tie.
+        const rows = [1_000, 3_000, 2_000, 2_000, 5_000].map((createdAt) =>
+          aDelivery({ webhookId: endpoint.id, createdAt, status: "succeeded", responseStatus: 200 })
+        )
+        for (const row of rows) yield* repo.insertFinished(row)
+        const theirs = aDelivery({ webhookId: other.id })
+        yield* repo.insertFinished(theirs)
+        expect(yield* repo.findInWebhook(endpoint.id, theirs.id)).toEqual(Option.none())
+        expect(yield* repo.findInWebhook(other.id, theirs.id)).toEqual(Option.some(theirs))
+
+        const expected = [...rows]
+          .sort((a, b) => b.createdAt - a.createdAt || (a.id < b.id ? 1 : -1))
+          .map((d) => d.id)
+        const first = yield* repo.list(endpoint.id, { limit: 3, after: null })
+        expect(first.hasMore).toBe(true)
+        const last = first.items[2]!
+        const second = yield* repo.list(endpoint.id, {
+          limit: 3,
+          after: { createdAt: last.createdAt, id: last.id }
+        })
+        expect(second.hasMore).toBe(false)
+        expect([...first.items, ...second.items].map((d) => d.id)).toEqual(expected)
+      }))
+
+    test("active endpoints of a workspace: paused, disabled and other workspaces' are left out", () =>
+      Effect.gen(function* () {
+        const repo = yield* DeliveryRepository
+        const workspaceId = uniqueId("ws")
+        const active = yield* givenEndpoint({ workspaceId })
+        yield* givenEndpoint({ workspaceId, status: "paused" })
+        yield* givenEndpoint({ workspaceId, status: "disabled" })
+        yield* givenEndpoint()
+        expect((yield* repo.activeEndpoints(workspaceId)).map((e) => e.id)).toEqual([active.id])
+        expect(yield* repo.endpoint(active.id)).toEqual(Option.some(active))
+        expect(yield* repo.endpoint(uniqueId("wh"))).toEqual(Option.none())
+      }))
+
+    test("records outcomes: the failure streak, a success ending it, disabling by time and by 410", () =>
+      Effect.gen(function* () {
+        const repo = yield* DeliveryRepository
+        const endpoint = yield* givenEndpoint()
+        const fail = (at: number, responseStatus: number | null = 500) =>
+          Effect.map(
+            repo.recordOutcome(endpoint.id, { ok: false, responseStatus, at }, 5 * DAY),
+            Option.getOrThrow
+          )
+        expect(yield* fail(1_000)).toMatchObject({
+          lastDeliveryAt: 1_000,
+          lastDeliveryOk: false,
+          consecutiveFails: 1,
+          failingSince: 1_000,
+          status: "active"
+        })
+        expect(yield* fail(2_000, null)).toMatchObject({ consecutiveFails: 2, failingSince: 1_000 })
+        const ok = yield* repo.recordOutcome(
+          endpoint.id,
+          { ok: true, responseStatus: 204, at: 3_000 },
+          5 * DAY
+        )
+        expect(Option.getOrThrow(ok)).toMatchObject({
+          lastDeliveryAt: 3_000,
+          lastDeliveryOk: true,
+          consecutiveFails: 0,
+          failingSince: null,
+          status: "active"
+        })
+        yield* fail(10_000)
+        expect((yield* fail(10_000 + 5 * DAY - 1)).status).toBe("active")
+        expect(yield* fail(10_000 + 5 * DAY)).toMatchObject({ status: "disabled", consecutiveFails: 3 })
+        const stored = yield* (yield* WebhookRepository).findInWorkspace(endpoint.workspaceId, endpoint.id)
+        expect(Option.getOrThrow(stored).status).toBe("disabled")
+
+        const gone = yield* givenEndpoint()
+        const after410 = yield* repo.recordOutcome(
+          gone.id,
+          { ok: false, responseStatus: 410, at: 1 },
+          5 * DAY
+        )
+        expect(Option.getOrThrow(after410)).toMatchObject({ status: "disabled", consecutiveFails: 1 })
+        expect(
+          yield* repo.recordOutcome(uniqueId("wh"), { ok: true, responseStatus: 200, at: 1 }, 5 * DAY)
+        ).toEqual(Option.none())
+      }))
+  })
+}
