@@ -96,7 +96,8 @@ export const startServer = (env: Record<string, string>) =>
         }
         return true
       })
-    if (!(yield* waitFor(/Intake listening on/, 30_000))) {
+    // Generous: a first start on PGlite compiles WebAssembly and creates a database, slow on a busy machine.
+    if (!(yield* waitFor(/Intake listening on/, 90_000))) {
       return yield* Effect.dieMessage(`server did not start: ${stderr}${stdout}`)
     }
     // An empty store gets the demo workspace, printed right after the listening line.

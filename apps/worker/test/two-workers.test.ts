@@ -254,7 +254,7 @@ describePostgres("two worker processes on one database", () => {
         )
         yield* waitUntil(
           () => countBy(receiver.received).size >= EVENTS,
-          30_000,
+          60_000,
           () => String(countBy(receiver.received).size)
         )
         const stored = yield* Effect.provide(settled, services)
@@ -266,7 +266,7 @@ describePostgres("two worker processes on one database", () => {
         expect(stored.attempts).toEqual({ succeeded: EVENTS })
         expectVerified(receiver.received, endpoint.secret)
       }).pipe(Effect.scoped),
-    120_000
+    180_000
   )
 
   it.live(
@@ -289,7 +289,7 @@ describePostgres("two worker processes on one database", () => {
         const endpoint = yield* created
         yield* waitUntil(
           () => countBy(receiver.received).size >= EVENTS,
-          30_000,
+          60_000,
           () => String(countBy(receiver.received).size)
         )
         const stored = yield* Effect.provide(settled, services)
@@ -302,6 +302,6 @@ describePostgres("two worker processes on one database", () => {
         const duplicates = receiver.received.length - EVENTS
         console.info(`after the kill: ${duplicates} duplicate deliveries, each with its event's webhook-id`)
       }).pipe(Effect.scoped),
-    120_000
+    180_000
   )
 })
