@@ -96,7 +96,7 @@ export const startServer = (env: Record<string, string>) =>
         }
         return true
       })
-    if (!(yield* waitFor(/Intake listening on/, 30_000))) {
+    if (!(yield* waitFor(/Intake listening on/, 60_000))) {
       return yield* Effect.dieMessage(`server did not start: ${stderr}${stdout}`)
     }
     // An empty store gets the demo workspace, printed right after the listening line.
