@@ -4,6 +4,7 @@
  * rate-limit headers, whatever happened inside.
  */
 import { randomUUID } from "node:crypto"
+import { performance } from "node:perf_hooks"
 import { HttpServerRequest, HttpServerResponse, OpenApi } from "@effect/platform"
 import { IntakeApi } from "@intake/api"
 import {
@@ -44,34 +45,44 @@ const unavailable: Record<string, string> = {
  * 200 while the store and every other configured service (Redis) answer; 503 in the
  * envelope naming what does not (and nothing of the cause) while one does not.
  */
-const ready = Effect.gen(function* () {
-  const store = yield* StoreStatus
-  const database = yield* store.ping.pipe(
-    Effect.as(true),
-    Effect.catchAll((error) =>
-      Effect.as(Effect.logWarning("readiness: the database does not answer", error), false)
+const makeReady = () => {
+  // Logged once per change of the database's answer, not once per /readyz.
+  let databaseUp = true
+  const databaseAnswered = (up: boolean, error?: unknown) => {
+    if (up === databaseUp) return Effect.void
+    databaseUp = up
+    return up
+      ? Effect.logInfo({ message: "database answers again", database: "up" })
+      : Effect.logWarning({ message: "database does not answer", database: "down", error: String(error) })
+  }
+  return Effect.gen(function* () {
+    const store = yield* StoreStatus
+    const database = yield* store.ping.pipe(
+      Effect.as(true),
+      Effect.catchAll((error) => Effect.as(databaseAnswered(false, error), false)),
+      Effect.tap((up) => (up ? databaseAnswered(true) : Effect.void))
     )
-  )
-  const readiness = yield* Effect.serviceOption(Readiness)
-  const others = Option.isSome(readiness) ? yield* readiness.value.check : {}
-  const answers: Record<string, boolean> = { database, ...others }
-  const services = Object.fromEntries(
-    Object.entries(answers).map(([name, up]) => [name, up ? "ok" : "unavailable"])
-  )
-  const down = Object.keys(answers).filter((name) => !answers[name])
-  if (down.length === 0) return json({ success: true, data: { status: "ok", ...services } }, 200)
-  return json(
-    {
-      success: false,
-      error: {
-        code: "service_unavailable",
-        message: down.map((name) => unavailable[name] ?? `${name} is not available.`).join(" "),
-        details: services
-      }
-    },
-    503
-  )
-})
+    const readiness = yield* Effect.serviceOption(Readiness)
+    const others = Option.isSome(readiness) ? yield* readiness.value.check : {}
+    const answers: Record<string, boolean> = { database, ...others }
+    const services = Object.fromEntries(
+      Object.entries(answers).map(([name, up]) => [name, up ? "ok" : "unavailable"])
+    )
+    const down = Object.keys(answers).filter((name) => !answers[name])
+    if (down.length === 0) return json({ success: true, data: { status: "ok", ...services } }, 200)
+    return json(
+      {
+        success: false,
+        error: {
+          code: "service_unavailable",
+          message: down.map((name) => unavailable[name] ?? `${name} is not available.`).join(" "),
+          details: services
+        }
+      },
+      503
+    )
+  })
+}
 
 let openApiDocument: unknown
 const openApi = () => {
@@ -94,23 +105,35 @@ const DOCS_HTML = `<!doctype html>
 </html>
 `
 
+/**
+ * What the request log says beside the status: filled in along the pipeline as it learns
+ * them (one plain object per request, no fiber-local state).
+ */
+interface RequestFacts {
+  /** The matched route's pattern (/v1/intake-bots/:id), never the raw path. */
+  route: string | undefined
+  workspaceId: string | undefined
+  keyId: string | undefined
+}
+
 const dispatch = <R>(
   routes: ReadonlyArray<Route<R>>,
   url: URL,
   method: string,
-  principal: Principal | null
+  principal: Principal | null,
+  facts: RequestFacts
 ) => {
   const found = match(routes, method, url.pathname)
-  return found === undefined
-    ? Effect.succeed(routeNotFound())
-    : found.route.run({ params: found.params, query: url.searchParams, pathname: url.pathname, principal })
+  if (found === undefined) return Effect.succeed(routeNotFound())
+  facts.route = found.route.path
+  return found.route.run({ params: found.params, query: url.searchParams, pathname: url.pathname, principal })
 }
 
 const clientIp = (request: HttpServerRequest.HttpServerRequest) =>
   Option.getOrElse(request.remoteAddress, () => "unknown")
 
 /** /v1: authenticate, rate limit (per key, or per IP when the key fails), then route. */
-const v1 = (request: HttpServerRequest.HttpServerRequest, url: URL) =>
+const v1 = (request: HttpServerRequest.HttpServerRequest, url: URL, facts: RequestFacts) =>
   Effect.gen(function* () {
     const access = yield* Access
     // exit, not either: even a defect while authenticating answers with rate-limit headers.
@@ -121,9 +144,11 @@ const v1 = (request: HttpServerRequest.HttpServerRequest, url: URL) =>
       decision = yield* access.limitAnonymous(clientIp(request))
       response = decision.allowed ? yield* causeToResponse(authenticated.cause) : rateLimited(decision)
     } else {
+      facts.workspaceId = authenticated.value.workspace.id
+      facts.keyId = authenticated.value.apiKey.id
       decision = yield* access.limitKey(authenticated.value)
       response = decision.allowed
-        ? yield* dispatch(v1Routes, url, request.method, authenticated.value).pipe(
+        ? yield* dispatch(v1Routes, url, request.method, authenticated.value, facts).pipe(
             Effect.catchAllCause(causeToResponse)
           )
         : rateLimited(decision)
@@ -132,33 +157,56 @@ const v1 = (request: HttpServerRequest.HttpServerRequest, url: URL) =>
   })
 
 /** /admin: the operator token in constant time, then route; 404 when the interface is off. */
-const admin = (request: HttpServerRequest.HttpServerRequest, url: URL, token: Redacted.Redacted) =>
+const admin = (
+  request: HttpServerRequest.HttpServerRequest,
+  url: URL,
+  token: Redacted.Redacted,
+  facts: RequestFacts
+) =>
   Effect.gen(function* () {
     const crypto = yield* Crypto
     const given = /^bearer +(.+)$/i.exec(request.headers.authorization ?? "")?.[1] ?? ""
     if (!crypto.constantTimeEqual(given, Redacted.value(token))) {
       return errorResponse(new AuthenticationRequired({ message: "A valid operator token is required." }))
     }
-    return yield* dispatch(adminRoutes, url, request.method, null)
+    return yield* dispatch(adminRoutes, url, request.method, null, facts)
   })
 
-export const makeApp = (options: AppOptions) =>
-  Effect.gen(function* () {
+export const makeApp = (options: AppOptions) => {
+  const ready = makeReady()
+  return Effect.gen(function* () {
+    const startedAt = performance.now()
     const request = yield* HttpServerRequest.HttpServerRequest
     const url = new URL(request.url, "http://localhost")
     const path = url.pathname
+    const facts: RequestFacts = { route: undefined, workspaceId: undefined, keyId: undefined }
     const response = yield* Effect.gen(function* () {
-      if (path === "/v1" || path.startsWith("/v1/")) return yield* v1(request, url)
+      if (path === "/v1" || path.startsWith("/v1/")) return yield* v1(request, url, facts)
       if (path === "/admin" || path.startsWith("/admin/")) {
         return Option.isSome(options.adminToken)
-          ? yield* admin(request, url, options.adminToken.value)
+          ? yield* admin(request, url, options.adminToken.value, facts)
           : routeNotFound()
       }
+      facts.route = path
       if (request.method === "GET" && path === "/healthz") return ok()
       if (request.method === "GET" && path === "/readyz") return yield* ready
       if (request.method === "GET" && path === "/openapi.json") return openApi()
       if (request.method === "GET" && path === "/docs") return HttpServerResponse.html(DOCS_HTML)
+      facts.route = undefined
       return routeNotFound()
     }).pipe(Effect.catchAllCause(causeToResponse))
-    return HttpServerResponse.setHeader(response, "x-request-id", `req_${randomUUID().replaceAll("-", "")}`)
+    const requestId = `req_${randomUUID().replaceAll("-", "")}`
+    // The one log call of a request: ids and outcome only, never a header, a key or a body.
+    yield* Effect.logInfo({
+      message: "request",
+      requestId,
+      method: request.method,
+      route: facts.route ?? null,
+      status: response.status,
+      durationMs: Math.round((performance.now() - startedAt) * 100) / 100,
+      workspaceId: facts.workspaceId ?? null,
+      keyId: facts.keyId ?? null
+    })
+    return HttpServerResponse.setHeader(response, "x-request-id", requestId)
   })
+}

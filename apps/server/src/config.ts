@@ -3,7 +3,8 @@
  * bad value fails at start with the variable's name.
  */
 import { RetrySchedule } from "@intake/domain"
-import { Config, ConfigError, Duration, Either, Option, Redacted } from "effect"
+import { logLevelConfig } from "@intake/worker"
+import { Config, ConfigError, Duration, Either, type LogLevel, Option, Redacted } from "effect"
 
 export interface ServerConfig {
   readonly port: number
@@ -18,6 +19,8 @@ export interface ServerConfig {
   readonly webhookDisableAfter: Duration.Duration
   /** INTAKE_KEY_CACHE_TTL: how long an instance trusts a cached key (the domain caps it at 60 s). */
   readonly keyCacheTtl: Duration.Duration
+  /** LOG_LEVEL: debug, info (default), warning, error or none. */
+  readonly logLevel: LogLevel.LogLevel
 }
 
 /** `5s`, `30m`, `2h`, `5d`, `250ms`: a positive whole number and a unit (the domain's rule). */
@@ -58,7 +61,8 @@ export const serverConfig: Config.Config<ServerConfig> = Config.all({
   ),
   webhookRetrySchedule: schedule,
   webhookDisableAfter: duration("WEBHOOK_DISABLE_AFTER", "5d"),
-  keyCacheTtl: duration("INTAKE_KEY_CACHE_TTL", "60s")
+  keyCacheTtl: duration("INTAKE_KEY_CACHE_TTL", "60s"),
+  logLevel: logLevelConfig
 })
 
 /** One line naming the variable and what is wrong with it. */

@@ -6,6 +6,7 @@
 import * as Path from "node:path"
 import { HttpServer } from "@effect/platform"
 import { NodeRuntime } from "@effect/platform-node"
+import { loggingLayer } from "@intake/worker"
 import { Console, Duration, Effect, Layer, Option } from "effect"
 import { describeConfigError, serverConfig } from "./config.js"
 import { StoreStatus } from "./database.js"
@@ -51,6 +52,8 @@ const program = Effect.gen(function* () {
     return yield* Effect.never
   }).pipe(
     Effect.provide(server),
+    // Outside `server`, so that every fiber the server and the dispatcher fork logs in JSON.
+    Effect.provide(loggingLayer(config.logLevel)),
     Effect.catchTag("DataDirectoryLocked", (locked) => Effect.fail(new StartupError(locked.message)))
   )
 }).pipe(
@@ -62,4 +65,4 @@ const program = Effect.gen(function* () {
   )
 )
 
-NodeRuntime.runMain(program, { disableErrorReporting: true })
+NodeRuntime.runMain(program, { disableErrorReporting: true, disablePrettyLogger: true })

@@ -37,6 +37,8 @@ export interface Matched {
 
 export interface Route<R> {
   readonly method: HttpMethod.HttpMethod
+  /** The endpoint's path with its parameters named, e.g. /v1/intake-bots/:id (for the logs). */
+  readonly path: string
   readonly pattern: RegExp
   readonly names: ReadonlyArray<string>
   readonly run: (matched: Matched) => Effect.Effect<HttpServerResponse.HttpServerResponse, unknown, R>
@@ -225,5 +227,5 @@ export const serve = <
           )
     })
 
-  return { method: endpoint.method, pattern, names, run }
+  return { method: endpoint.method, path: endpoint.path, pattern, names, run }
 }

@@ -8,11 +8,13 @@
 import { NodeRuntime } from "@effect/platform-node"
 import { WebhookSettings } from "@intake/domain"
 import { PostgresPortsLive } from "@intake/postgres"
-import { Cause, Config, Console, Effect, Layer, Option } from "effect"
+import { Cause, Config, ConfigError, Console, Effect, Layer, Option } from "effect"
 import { deliveryConfig, deliveryEngine, dispatcherLayer } from "./config.js"
+import { loggingLayer, logLevelConfig } from "./logging.js"
 
 const program = Effect.gen(function* () {
   const config = yield* deliveryConfig
+  const logLevel = yield* logLevelConfig
   const databaseUrl = yield* Config.option(Config.redacted("DATABASE_URL"))
   if (Option.isNone(databaseUrl)) {
     yield* Console.error(
@@ -45,8 +47,13 @@ const program = Effect.gen(function* () {
     return yield* Effect.never
   }).pipe(
     Effect.provide(worker),
+    Effect.provide(loggingLayer(logLevel)),
     Effect.tapErrorCause((cause) => Console.error(`The worker stopped:\n${Cause.pretty(cause)}`))
   )
-})
+}).pipe(
+  Effect.tapError((error) =>
+    ConfigError.isConfigError(error) ? Console.error(`Invalid configuration: ${String(error)}`) : Effect.void
+  )
+)
 
-NodeRuntime.runMain(program, { disableErrorReporting: true })
+NodeRuntime.runMain(program, { disableErrorReporting: true, disablePrettyLogger: true })

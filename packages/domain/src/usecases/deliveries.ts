@@ -248,6 +248,22 @@ export const DeliveriesLive = Layer.effect(
       return ((bytes[0]! << 24) | (bytes[1]! << 16) | (bytes[2]! << 8) | bytes[3]!) >>> 0
     }
 
+    /** One log line per attempt made or dropped: ids and outcome, never the secret or the payload. */
+    const logAttempt = (delivery: Delivery) =>
+      Effect.logInfo({
+        message: "delivery attempt",
+        deliveryId: delivery.id,
+        webhookId: delivery.webhookId,
+        eventId: delivery.eventId,
+        eventType: delivery.eventType,
+        attempt: delivery.attempt,
+        trigger: delivery.trigger,
+        status: delivery.status,
+        responseStatus: delivery.responseStatus,
+        durationMs: delivery.durationMs,
+        ...(delivery.error === null ? {} : { error: delivery.error })
+      })
+
     /** Sends a test or redelivery at once and logs it (no retries: the caller sees the result). */
     const sendNow = (endpoint: WebhookEndpoint, attempt: Delivery, payload: WebhookPayload) =>
       Effect.gen(function* () {
@@ -260,7 +276,7 @@ export const DeliveriesLive = Layer.effect(
           )
         )
         return finished
-      })
+      }).pipe(Effect.tap(logAttempt))
 
     return Deliveries.of({
       list: (workspaceId, webhookId, query) =>
@@ -400,7 +416,7 @@ export const DeliveriesLive = Layer.effect(
               // Another dispatcher took the attempt over: what this one sent stays unlogged.
               Effect.catchTag("LostClaim", () => Effect.succeed(finishedAttempt(delivery, result, null)))
             )
-        })
+        }).pipe(Effect.tap(logAttempt))
     })
   })
 )

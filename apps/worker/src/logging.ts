@@ -1,0 +1,51 @@
+/**
+ * The processes' logs: one JSON object per line on stdout, through Effect's logger, at
+ * the level LOG_LEVEL asks for. A log whose message is a plain object (a request, a
+ * delivery attempt) has its fields at the top level of the line, beside the level and
+ * the time, so a log pipeline can filter on them without unpacking a nested message.
+ */
+import { Config, ConfigError, Either, Inspectable, Layer, Logger, LogLevel } from "effect"
+
+export const LOG_LEVELS = {
+  debug: LogLevel.Debug,
+  info: LogLevel.Info,
+  warning: LogLevel.Warning,
+  error: LogLevel.Error,
+  none: LogLevel.None
+} as const
+
+export type LogLevelName = keyof typeof LOG_LEVELS
+
+/** LOG_LEVEL: debug, info (default), warning, error or none. */
+export const logLevelConfig: Config.Config<LogLevel.LogLevel> = Config.string("LOG_LEVEL").pipe(
+  Config.withDefault("info"),
+  Config.mapOrFail((text) => {
+    const level = LOG_LEVELS[text.trim().toLowerCase() as LogLevelName]
+    return level === undefined
+      ? Either.left(
+          ConfigError.InvalidData(["LOG_LEVEL"], `must be one of ${Object.keys(LOG_LEVELS).join(", ")}`)
+        )
+      : Either.right(level)
+  })
+)
+
+const isPlainObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === "object" && value !== null && Object.getPrototypeOf(value) === Object.prototype
+
+/** Effect's structured logger, flattened into one JSON line. */
+export const jsonLineLogger = Logger.map(Logger.structuredLogger, (log) => {
+  const { message, logLevel, timestamp, cause, annotations } = log
+  const line: Record<string, unknown> = { level: logLevel.toLowerCase(), time: timestamp }
+  if (isPlainObject(message)) Object.assign(line, message)
+  else line.message = message instanceof Error ? { name: message.name, message: message.message } : message
+  Object.assign(line, annotations)
+  if (cause !== undefined) line.cause = cause
+  return Inspectable.stringifyCircular(line)
+})
+
+/** Replaces the default logger with the JSON lines on stdout, at `level` and above. */
+export const loggingLayer = (level: LogLevel.LogLevel) =>
+  Layer.merge(
+    Logger.replace(Logger.defaultLogger, Logger.withConsoleLog(jsonLineLogger)),
+    Logger.minimumLogLevel(level)
+  )
