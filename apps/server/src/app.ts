@@ -4,8 +4,8 @@
  * rate-limit headers, whatever happened inside.
  */
 import { randomUUID } from "node:crypto"
-import { HttpServerRequest, HttpServerResponse, OpenApi } from "@effect/platform"
-import { IntakeApi } from "@intake/api"
+import { HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { openApiDocument } from "@intake/api"
 import {
   Access,
   AuthenticationRequired,
@@ -73,11 +73,7 @@ const ready = Effect.gen(function* () {
   )
 })
 
-let openApiDocument: unknown
-const openApi = () => {
-  openApiDocument ??= OpenApi.fromApi(IntakeApi)
-  return json(openApiDocument, 200)
-}
+const openApi = () => json(openApiDocument(), 200)
 
 /** Readable docs of /openapi.json (Scalar, loaded by the browser from its CDN). */
 const DOCS_HTML = `<!doctype html>
