@@ -5,8 +5,8 @@
  */
 import { randomUUID } from "node:crypto"
 import { performance } from "node:perf_hooks"
-import { HttpServerRequest, HttpServerResponse, OpenApi } from "@effect/platform"
-import { IntakeApi } from "@intake/api"
+import { HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { openApiDocument } from "@intake/api"
 import {
   Access,
   AuthenticationRequired,
@@ -84,11 +84,7 @@ const makeReady = () => {
   })
 }
 
-let openApiDocument: unknown
-const openApi = () => {
-  openApiDocument ??= OpenApi.fromApi(IntakeApi)
-  return json(openApiDocument, 200)
-}
+const openApi = () => json(openApiDocument(), 200)
 
 /** Readable docs of /openapi.json (Scalar, loaded by the browser from its CDN). */
 const DOCS_HTML = `<!doctype html>

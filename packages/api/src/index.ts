@@ -1,5 +1,7 @@
 export * from "./admin.js"
+export * from "./events.js"
 export * from "./mappers.js"
+export * from "./openapi.js"
 export * from "./params.js"
 export * from "./v1.js"
 export * from "./wire.js"

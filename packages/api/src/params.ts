@@ -7,6 +7,32 @@ export class RequiredScope extends Context.Tag("@intake/api/RequiredScope")<
   "read:intake-bots" | "write:intake-bots" | "read:submissions" | "manage:webhooks"
 >() {}
 
+/** The error codes of the catalog (decisions.md section 1), each with the status it answers. */
+export const errorStatus = {
+  validation_failed: 400,
+  authentication_required: 401,
+  insufficient_scopes: 403,
+  feature_not_available: 403,
+  workspace_archived: 403,
+  resource_not_found: 404,
+  conflict: 409,
+  idempotency_conflict: 409,
+  rate_limit_exceeded: 429,
+  plan_limit_exceeded: 429,
+  internal_error: 500
+} as const
+export type ErrorCode = keyof typeof errorStatus
+
+/**
+ * The codes an endpoint's own checks and operation can answer, beside those every /v1
+ * request can meet (authentication, workspace, rate limit, scope, internal error).
+ * `validation_failed` at 422 is `validation_failed_422` here: the same code, the other status.
+ */
+export class EndpointErrors extends Context.Tag("@intake/api/EndpointErrors")<
+  EndpointErrors,
+  ReadonlyArray<ErrorCode | "validation_failed_422">
+>() {}
+
 /** `limit`: an integer from 1 to 100, as decimal digits only (`1.5`, `abc`, `1e2` are refused). */
 export const LimitParam = Schema.transformOrFail(Schema.String, Schema.Number, {
   strict: true,

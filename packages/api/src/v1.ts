@@ -14,6 +14,7 @@ import {
 import { Schema } from "effect"
 import {
   DeliveryPath,
+  EndpointErrors,
   IdempotencyHeaders,
   IdPath,
   ListParams,
@@ -111,17 +112,20 @@ export const listIntakeBots = HttpApiEndpoint.get("listIntakeBots", "/v1/intake-
   .setUrlParams(ListParams)
   .addSuccess(IntakeBotList)
   .annotate(RequiredScope, "read:intake-bots")
+  .annotate(EndpointErrors, ["validation_failed"])
 
 export const getIntakeBot = HttpApiEndpoint.get("getIntakeBot", "/v1/intake-bots/:id")
   .setPath(IdPath)
   .addSuccess(IntakeBotOne)
   .annotate(RequiredScope, "read:intake-bots")
+  .annotate(EndpointErrors, ["resource_not_found"])
 
 export const listSubmissions = HttpApiEndpoint.get("listSubmissions", "/v1/intake-bots/:id/submissions")
   .setPath(IdPath)
   .setUrlParams(SubmissionListParams)
   .addSuccess(SubmissionList)
   .annotate(RequiredScope, "read:submissions")
+  .annotate(EndpointErrors, ["validation_failed", "resource_not_found"])
 
 export const getSubmission = HttpApiEndpoint.get(
   "getSubmission",
@@ -130,6 +134,7 @@ export const getSubmission = HttpApiEndpoint.get(
   .setPath(SubmissionPath)
   .addSuccess(SubmissionOne)
   .annotate(RequiredScope, "read:submissions")
+  .annotate(EndpointErrors, ["resource_not_found"])
 
 export const createSubmission = HttpApiEndpoint.post("createSubmission", "/v1/intake-bots/:id/submissions")
   .setPath(IdPath)
@@ -137,45 +142,64 @@ export const createSubmission = HttpApiEndpoint.post("createSubmission", "/v1/in
   .setPayload(CreateSubmissionBody)
   .addSuccess(SubmissionCreated)
   .annotate(RequiredScope, "write:intake-bots")
+  .annotate(EndpointErrors, [
+    "validation_failed",
+    "resource_not_found",
+    "conflict",
+    "idempotency_conflict",
+    "plan_limit_exceeded"
+  ])
 
 export const listWebhooks = HttpApiEndpoint.get("listWebhooks", "/v1/webhooks")
   .setUrlParams(ListParams)
   .addSuccess(WebhookList)
   .annotate(RequiredScope, "manage:webhooks")
+  .annotate(EndpointErrors, ["validation_failed"])
 
 export const getWebhook = HttpApiEndpoint.get("getWebhook", "/v1/webhooks/:id")
   .setPath(IdPath)
   .addSuccess(WebhookOne)
   .annotate(RequiredScope, "manage:webhooks")
+  .annotate(EndpointErrors, ["resource_not_found"])
 
 export const createWebhook = HttpApiEndpoint.post("createWebhook", "/v1/webhooks")
   .setHeaders(IdempotencyHeaders)
   .setPayload(CreateWebhookBody)
   .addSuccess(WebhookCreated)
   .annotate(RequiredScope, "manage:webhooks")
+  .annotate(EndpointErrors, [
+    "validation_failed",
+    "validation_failed_422",
+    "idempotency_conflict",
+    "plan_limit_exceeded"
+  ])
 
 export const updateWebhook = HttpApiEndpoint.patch("updateWebhook", "/v1/webhooks/:id")
   .setPath(IdPath)
   .setPayload(UpdateWebhookBody)
   .addSuccess(WebhookOne)
   .annotate(RequiredScope, "manage:webhooks")
+  .annotate(EndpointErrors, ["validation_failed", "resource_not_found", "validation_failed_422"])
 
 export const deleteWebhook = HttpApiEndpoint.del("deleteWebhook", "/v1/webhooks/:id")
   .setPath(IdPath)
   .addSuccess(Deleted)
   .annotate(RequiredScope, "manage:webhooks")
+  .annotate(EndpointErrors, ["resource_not_found"])
 
 export const testWebhook = HttpApiEndpoint.post("testWebhook", "/v1/webhooks/:id/test")
   .setPath(IdPath)
   .setHeaders(IdempotencyHeaders)
   .addSuccess(DeliveryOne)
   .annotate(RequiredScope, "manage:webhooks")
+  .annotate(EndpointErrors, ["validation_failed", "resource_not_found", "idempotency_conflict"])
 
 export const listDeliveries = HttpApiEndpoint.get("listDeliveries", "/v1/webhooks/:id/deliveries")
   .setPath(IdPath)
   .setUrlParams(ListParams)
   .addSuccess(DeliveryList)
   .annotate(RequiredScope, "manage:webhooks")
+  .annotate(EndpointErrors, ["validation_failed", "resource_not_found"])
 
 export const redeliver = HttpApiEndpoint.post(
   "redeliver",
@@ -185,6 +209,7 @@ export const redeliver = HttpApiEndpoint.post(
   .setHeaders(IdempotencyHeaders)
   .addSuccess(DeliveryOne)
   .annotate(RequiredScope, "manage:webhooks")
+  .annotate(EndpointErrors, ["validation_failed", "resource_not_found", "conflict", "idempotency_conflict"])
 
 // ---------------------------------------------------------------- groups and the API
 

@@ -1,0 +1,55 @@
+/**
+ * The webhook payloads (decisions.md section 7) as wire schemas, for the OpenAPI
+ * `webhooks` section. The payloads themselves are built by the domain's EventPayloads;
+ * the type checks at the end keep these schemas and those builders in step.
+ */
+import type { EventPayloads } from "@intake/domain"
+import { Schema } from "effect"
+import { SubmissionWire, Timestamp } from "./wire.js"
+
+const envelope = <T extends string, D extends Schema.Struct.Fields>(type: T, data: D) =>
+  Schema.Struct({
+    id: Schema.String.annotations({ description: "the event id (evt_…), also sent as webhook-id" }),
+    type: Schema.Literal(type),
+    timestamp: Timestamp,
+    data: Schema.Struct(data)
+  })
+
+export const SubmissionCompletedEvent = envelope("submission.completed", {
+  submission: SubmissionWire,
+  intake_bot: Schema.Struct({ id: Schema.String, name: Schema.String })
+}).annotations({ identifier: "SubmissionCompletedEvent" })
+
+export const ContactCreatedEvent = envelope("contact.created", {
+  contact: Schema.Struct({
+    id: Schema.String,
+    email: Schema.String,
+    name: Schema.NullOr(Schema.String),
+    created_at: Timestamp
+  }),
+  submission_id: Schema.String
+}).annotations({ identifier: "ContactCreatedEvent" })
+
+export const WebhookTestEvent = envelope("webhook.test", { webhook_id: Schema.String }).annotations({
+  identifier: "WebhookTestEvent"
+})
+
+/** Each event type with its payload schema, in the order the documentation lists them. */
+export const webhookEvents = [
+  { type: "submission.completed", schema: SubmissionCompletedEvent, summary: "A submission was completed" },
+  {
+    type: "contact.created",
+    schema: ContactCreatedEvent,
+    summary: "A contact was created from a submission"
+  },
+  { type: "webhook.test", schema: WebhookTestEvent, summary: "Sent by POST /v1/webhooks/{id}/test" }
+] as const
+
+// Compile-time: what the domain sends is what these schemas describe, both ways.
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false
+const sameShapes: [
+  Same<typeof SubmissionCompletedEvent.Type, EventPayloads.SubmissionCompletedPayload>,
+  Same<typeof ContactCreatedEvent.Type, EventPayloads.ContactCreatedPayload>,
+  Same<typeof WebhookTestEvent.Type, EventPayloads.TestPayload>
+] = [true, true, true]
+void sameShapes

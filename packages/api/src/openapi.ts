@@ -1,0 +1,252 @@
+/**
+ * The OpenAPI 3.1 document of API v1, generated from `IntakeApi` and completed with what
+ * the server's pipeline adds around every endpoint: the error envelope with the codes each
+ * endpoint can answer, the scope it needs, the rate-limit, request-id and idempotency
+ * headers, and the webhook payloads. HttpApi's generator knows none of these (and declares
+ * its own HttpApiDecodeError 400, which this server never answers), so the document is
+ * rewritten here, from the same endpoint definitions the server routes with.
+ */
+import { OpenApi, OpenApiJsonSchema } from "@effect/platform"
+import { Context, type Schema } from "effect"
+import { webhookEvents } from "./events.js"
+import { EndpointErrors, type ErrorCode, errorStatus, RequiredScope } from "./params.js"
+import { IntakeApi, servedEndpoints } from "./v1.js"
+import { ErrorBody } from "./wire.js"
+
+// biome-ignore lint/suspicious/noExplicitAny: the document is plain JSON, rewritten in place
+type Json = any
+
+/** The codes any /v1 request can meet, whatever the endpoint (decisions.md section 2). */
+const PIPELINE_ERRORS: ReadonlyArray<ErrorCode> = [
+  "authentication_required",
+  "workspace_archived",
+  "feature_not_available",
+  "insufficient_scopes",
+  "rate_limit_exceeded",
+  "internal_error"
+]
+
+const ERROR_MEANING: Record<ErrorCode, string> = {
+  validation_failed:
+    "400: the body or a parameter is invalid (`details: { issues, unknown_keys? }`); 422: it needs other workspace data",
+  authentication_required: "missing, malformed, unknown, revoked or expired API key",
+  insufficient_scopes: "the key lacks the scope (`details: { required, granted }`)",
+  feature_not_available: "the workspace's plan has no API access (`details: { feature }`)",
+  workspace_archived: "the workspace is archived",
+  resource_not_found:
+    "`details: { resource }`, one of intake_bot, submission, webhook, delivery, route (the outermost missing one)",
+  conflict: "the operation conflicts with the resource's state",
+  idempotency_conflict: "the Idempotency-Key was used with another request, or that request is still running",
+  rate_limit_exceeded: "too many requests for this key (`details: { retry_after }`)",
+  plan_limit_exceeded: "a plan limit is reached (`details: { resource, current, max }`)",
+  internal_error: "an unexpected error; no internal detail is given"
+}
+
+const header = (description: string, schema: Json = { type: "string" }) => ({ description, schema })
+
+const HEADERS: Record<string, Json> = {
+  "X-Request-Id": header("Unique id of this request (req_…); quote it when reporting a problem."),
+  "X-RateLimit-Limit": header("Requests allowed per 60-second sliding window.", { type: "integer" }),
+  "X-RateLimit-Remaining": header("Requests left in the current window.", { type: "integer" }),
+  "X-RateLimit-Reset": header("Unix time in milliseconds at which the oldest request leaves the window.", {
+    type: "integer"
+  }),
+  "RateLimit-Policy": header('IETF draft field: `"default";q=<limit>;w=60`.'),
+  RateLimit: header('IETF draft field: `"default";r=<remaining>;t=<seconds to reset>`.'),
+  "Retry-After": header("Seconds to wait before retrying (at least 1); equals `details.retry_after`.", {
+    type: "integer",
+    minimum: 1
+  }),
+  "Idempotent-Replayed": header(
+    "`true` when this is the stored answer to an earlier request with the same Idempotency-Key.",
+    {
+      type: "string",
+      enum: ["true"]
+    }
+  )
+}
+
+const headerRef = (name: string) => ({ $ref: `#/components/headers/${name}` })
+const RATE_LIMIT_HEADERS = [
+  "X-RateLimit-Limit",
+  "X-RateLimit-Remaining",
+  "X-RateLimit-Reset",
+  "RateLimit-Policy",
+  "RateLimit"
+]
+
+const responseHeaders = (status: number, idempotent: boolean) =>
+  Object.fromEntries(
+    [
+      "X-Request-Id",
+      ...RATE_LIMIT_HEADERS,
+      ...(status === 429 ? ["Retry-After"] : []),
+      ...(idempotent ? ["Idempotent-Replayed"] : [])
+    ].map((name) => [name, headerRef(name)])
+  )
+
+/** The error answers of one endpoint, one per status, each naming its codes. */
+const errorResponses = (codes: ReadonlyArray<ErrorCode | "validation_failed_422">, idempotent: boolean) => {
+  const byStatus = new Map<number, Array<ErrorCode>>()
+  for (const entry of codes) {
+    const [code, status] =
+      entry === "validation_failed_422"
+        ? (["validation_failed", 422] as const)
+        : ([entry, errorStatus[entry]] as const)
+    byStatus.set(status, [...(byStatus.get(status) ?? []), code])
+  }
+  return Object.fromEntries(
+    [...byStatus.entries()]
+      .sort(([a], [b]) => a - b)
+      .map(([status, statusCodes]) => [
+        String(status),
+        {
+          description: statusCodes.map((code) => `\`${code}\`: ${ERROR_MEANING[code]}`).join("; "),
+          headers: responseHeaders(status, idempotent),
+          "x-error-codes": statusCodes,
+          content: {
+            "application/json": {
+              schema: {
+                allOf: [
+                  { $ref: "#/components/schemas/ErrorEnvelope" },
+                  { properties: { error: { properties: { code: { enum: statusCodes } } } } }
+                ]
+              }
+            }
+          }
+        }
+      ])
+  )
+}
+
+/** What the rewrite reads of an endpoint. */
+interface Endpoint {
+  readonly path: string
+  readonly method: string
+  readonly annotations: Context.Context<never>
+}
+
+const openApiPath = (path: string) => path.replace(/:(\w+)/g, "{$1}")
+
+const annotation = <I, S>(endpoint: Endpoint, tag: Context.Tag<I, S>) =>
+  Context.get(endpoint.annotations as Context.Context<I>, tag)
+
+const rewriteOperation = (document: Json, endpoint: Endpoint) => {
+  const operation = document.paths[openApiPath(endpoint.path)][endpoint.method.toLowerCase()]
+  const scope = annotation(endpoint, RequiredScope)
+  const idempotent = endpoint.method === "POST"
+  operation.security = [{ bearer: [scope] }]
+  operation["x-required-scopes"] = [scope]
+  for (const parameter of operation.parameters ?? []) {
+    if (parameter.in === "header" && parameter.name === "idempotency-key") {
+      parameter.name = "Idempotency-Key"
+      parameter.description =
+        "Makes the POST safe to retry: 1 to 255 printable ASCII characters, scoped to the API key, kept 24 hours."
+      parameter.schema = { type: "string", minLength: 1, maxLength: 255, pattern: "^[\\x20-\\x7e]+$" }
+    }
+  }
+  const successes = Object.fromEntries(
+    Object.entries(operation.responses as Record<string, Json>)
+      .filter(([status]) => status.startsWith("2"))
+      .map(([status, response]) => [
+        status,
+        { ...response, headers: responseHeaders(Number(status), idempotent) }
+      ])
+  )
+  operation.responses = {
+    ...successes,
+    ...errorResponses([...PIPELINE_ERRORS, ...annotation(endpoint, EndpointErrors)], idempotent)
+  }
+}
+
+const STANDARD_WEBHOOK_HEADERS = [
+  {
+    name: "webhook-id",
+    description: "The event id; the same on every retry and redelivery (deduplicate on it)."
+  },
+  { name: "webhook-timestamp", description: "Unix seconds of this attempt." },
+  {
+    name: "webhook-signature",
+    description:
+      "`v1,` and the base64 HMAC-SHA256 of `{webhook-id}.{webhook-timestamp}.{body}` keyed with the base64-decoded secret (after `whsec_`)."
+  }
+].map(({ name, description }) => ({
+  name,
+  in: "header",
+  required: true,
+  description,
+  schema: { type: "string" }
+}))
+
+const webhooksSection = (schemas: Record<string, Json>) =>
+  Object.fromEntries(
+    webhookEvents.map(({ type, schema, summary }) => [
+      type,
+      {
+        post: {
+          summary,
+          description:
+            "Sent to each active endpoint subscribed to the event, following Standard Webhooks. Answer 2xx within 10 seconds; other answers are retried.",
+          operationId: `webhook.${type}`,
+          parameters: STANDARD_WEBHOOK_HEADERS,
+          requestBody: {
+            required: true,
+            content: {
+              "application/json": {
+                schema: OpenApiJsonSchema.makeWithDefs(schema as Schema.Schema.Any, { defs: schemas })
+              }
+            }
+          },
+          responses: { "2XX": { description: "Received; any 2xx answer counts as delivered." } }
+        }
+      }
+    ])
+  )
+
+/** Components the generator made for shapes the server never answers. */
+const UNUSED_SCHEMAS = ["HttpApiDecodeError", "Issue", "PropertyKey"]
+
+const build = (): Json => {
+  const document: Json = structuredClone(OpenApi.fromApi(IntakeApi))
+  document.info.description =
+    "Intake API v1. Every answer is an envelope: `{ success: true, data }` or `{ success: false, error: { code, message, details } }`. Authenticate with `Authorization: Bearer svc_live_…`."
+  const schemas: Record<string, Json> = document.components.schemas
+  for (const name of [
+    ...UNUSED_SCHEMAS,
+    ...Object.keys(schemas).filter((name) => /^Error\d{3}$/.test(name))
+  ]) {
+    delete schemas[name]
+  }
+  schemas.ErrorEnvelope = OpenApiJsonSchema.makeWithDefs(ErrorBody, { defs: schemas })
+  document.components.headers = HEADERS
+  document.components.securitySchemes.bearer = {
+    type: "http",
+    scheme: "bearer",
+    bearerFormat: "svc_live_…",
+    description: "An API key. Each operation names the scope it needs (security and x-required-scopes)."
+  }
+  for (const endpoint of servedEndpoints) rewriteOperation(document, endpoint)
+  document.webhooks = webhooksSection(schemas)
+  dropEffectIds(document)
+  return document
+}
+
+/**
+ * Effect marks `Schema.Unknown` and friends with `$id: "/schemas/unknown"`; a document that
+ * repeats one `$id` is invalid, so the markers go (the schema `{}` still means "any value").
+ */
+const dropEffectIds = (node: Json): void => {
+  if (Array.isArray(node)) node.forEach(dropEffectIds)
+  else if (node !== null && typeof node === "object") {
+    if (typeof node.$id === "string" && node.$id.startsWith("/schemas/")) delete node.$id
+    Object.values(node).forEach(dropEffectIds)
+  }
+}
+
+let cached: Json | undefined
+
+/** The OpenAPI 3.1 document served at /openapi.json; built once. */
+export const openApiDocument = (): Json => {
+  cached ??= build()
+  return cached
+}
