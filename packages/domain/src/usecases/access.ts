@@ -8,7 +8,7 @@
  * AccessInvalidation; other instances drop theirs when the message reaches them, at the
  * latest when the TTL runs out (decisions.md section 4 allows 60 s).
  */
-import { Clock, Duration, Effect, Either, Layer, Option } from "effect"
+import { Cause, Clock, Duration, Effect, Either, Layer, Option } from "effect"
 import { AuthenticationRequired, FeatureNotAvailable, WorkspaceArchived } from "../errors.js"
 import type { ApiKey, EpochMillis, Workspace } from "../models.js"
 import * as ApiKeyFormat from "../policies/api-key.js"
@@ -205,6 +205,9 @@ export const makeAccessLayer = (overrides: Partial<AccessSettings> = {}) =>
             }),
             Effect.catchAllCause((cause) =>
               Effect.gen(function* () {
+                // The request was cut off (its client went away): the limiter did not fail,
+                // and turning limits off for everyone would let a client disable them at will.
+                if (Cause.isInterruptedOnly(cause)) return yield* Effect.interrupt
                 const failedAt = yield* Clock.currentTimeMillis
                 openUntil = failedAt + settings.limiterCooldownMs
                 if (!limiterDown) {

@@ -162,6 +162,22 @@ describe("rate limits fail open", () => {
     }).pipe(Effect.provide(accessTestLayer({ rateLimiter: ControlledRateLimiter })))
   )
 
+  it.effect("a request cut off while the limiter answers (its client went away) leaves limits on", () =>
+    Effect.gen(function* () {
+      const control = yield* LimiterControl
+      const access = yield* Access
+      const principal = yield* principalOf()
+      yield* control.setMode("hang")
+      const waiting = yield* Effect.fork(Effect.uninterruptible(access.limitKey(principal)))
+      yield* TestClock.adjust(1_000)
+      yield* Fiber.interrupt(waiting)
+
+      yield* control.setMode("answer")
+      expect(yield* access.limitKey(principal)).toMatchObject({ allowed: true, remaining: 99 })
+      expect(yield* control.calls).toBe(2)
+    }).pipe(Effect.provide(accessTestLayer({ rateLimiter: ControlledRateLimiter })))
+  )
+
   it.effect("timeout and cool-down are settings", () =>
     Effect.gen(function* () {
       const control = yield* LimiterControl
