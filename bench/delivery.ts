@@ -7,7 +7,8 @@
  * - latency: BENCH_LATENCY_EVENTS events (default 200) created one by one through the
  *   Submissions use case, 20 ms apart; event-to-first-attempt p50 and p99 (from the
  *   event's timestamp to the receiver getting its first attempt).
- * WEBHOOK_DISPATCH_CONCURRENCY sets the dispatcher's concurrency (default 32).
+ * WEBHOOK_DISPATCH_CONCURRENCY sets the dispatcher's concurrency (default 32). With
+ * BENCH_RESULT_JSON=1 it ends with one `bench-result {json}` line for `pnpm bench`.
  */
 import { randomUUID } from "node:crypto"
 import { createServer } from "node:http"
@@ -164,6 +165,7 @@ const bench = Effect.gen(function* () {
   yield* Console.log(
     `throughput: ${EVENTS} deliveries in ${seconds.toFixed(2)} s = ${Math.round(EVENTS / seconds)} deliveries/s`
   )
+  const deliveriesPerSecond = Math.round(EVENTS / seconds)
 
   // Latency: one event at a time, through the use case (commit, then NOTIFY).
   const before = new Set(firstArrival.keys())
@@ -179,6 +181,7 @@ const bench = Effect.gen(function* () {
   yield* Console.log(
     `event-to-first-attempt over ${latencies.length} events: p50 ${percentile(latencies, 50)} ms, p99 ${percentile(latencies, 99)} ms`
   )
+  return { deliveriesPerSecond, p50: percentile(latencies, 50), p99: percentile(latencies, 99) }
 })
 
 const ports =
@@ -195,7 +198,12 @@ const program = Effect.gen(function* () {
   yield* Console.log(
     `delivery bench on ${databaseUrl === undefined ? "PGlite (in memory)" : "PostgreSQL"}, dispatcher concurrency ${CONCURRENCY}, receiver on 127.0.0.1`
   )
-  yield* Effect.scoped(bench)
+  const figures = yield* Effect.scoped(bench)
+  // For `pnpm bench`, which runs this file as a child and puts the figures in its table.
+  if (process.env.BENCH_RESULT_JSON === "1") {
+    const peakRssMb = Math.round(process.resourceUsage().maxRSS / 1024)
+    yield* Console.log(`bench-result ${JSON.stringify({ ...figures, peakRssMb })}`)
+  }
 }).pipe(Effect.provide(services))
 
 Effect.runPromise(program).then(
