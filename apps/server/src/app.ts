@@ -16,6 +16,7 @@ import {
 } from "@intake/domain"
 import { Clock, Effect, Option, Redacted } from "effect"
 import { StoreStatus } from "./database.js"
+import { docsPage, makeScalarScript, SCALAR_SCRIPT_PATH } from "./docs.js"
 import { adminRoutes } from "./handlers-admin.js"
 import { v1Routes } from "./handlers-v1.js"
 import { Readiness } from "./readiness.js"
@@ -86,21 +87,6 @@ const makeReady = () => {
 
 const openApi = () => json(openApiDocument(), 200)
 
-/** Readable docs of /openapi.json (Scalar, loaded by the browser from its CDN). */
-const DOCS_HTML = `<!doctype html>
-<html>
-  <head>
-    <meta charset="utf-8" />
-    <title>Intake API v1</title>
-    <meta name="viewport" content="width=device-width, initial-scale=1" />
-  </head>
-  <body>
-    <script id="api-reference" data-url="/openapi.json"></script>
-    <script src="https://cdn.jsdelivr.net/npm/@scalar/api-reference/dist/browser/standalone.min.js" crossorigin></script>
-  </body>
-</html>
-`
-
 /**
  * What the request log says beside the status: filled in along the pipeline as it learns
  * them (one plain object per request, no fiber-local state).
@@ -170,6 +156,7 @@ const admin = (
 
 export const makeApp = (options: AppOptions) => {
   const ready = makeReady()
+  const scalarScript = makeScalarScript()
   return Effect.gen(function* () {
     const startedAt = performance.now()
     const request = yield* HttpServerRequest.HttpServerRequest
@@ -187,7 +174,8 @@ export const makeApp = (options: AppOptions) => {
       if (request.method === "GET" && path === "/healthz") return ok()
       if (request.method === "GET" && path === "/readyz") return yield* ready
       if (request.method === "GET" && path === "/openapi.json") return openApi()
-      if (request.method === "GET" && path === "/docs") return HttpServerResponse.html(DOCS_HTML)
+      if (request.method === "GET" && path === "/docs") return docsPage()
+      if (request.method === "GET" && path === SCALAR_SCRIPT_PATH) return yield* scalarScript
       facts.route = undefined
       return routeNotFound()
     }).pipe(Effect.catchAllCause(causeToResponse))
