@@ -14,8 +14,8 @@ import {
   type Principal,
   type RateLimitDecision
 } from "@intake/domain"
+import { DatabaseState } from "@intake/worker"
 import { Clock, Effect, Option, Redacted } from "effect"
-import { StoreStatus } from "./database.js"
 import { docsPage, makeScalarScript, SCALAR_SCRIPT_PATH } from "./docs.js"
 import { adminRoutes } from "./handlers-admin.js"
 import { v1Routes } from "./handlers-v1.js"
@@ -43,47 +43,33 @@ const unavailable: Record<string, string> = {
 }
 
 /**
- * 200 while the store and every other configured service (Redis) answer; 503 in the
- * envelope naming what does not (and nothing of the cause) while one does not.
+ * 200 while the database and every other configured service (Redis) answer; 503 in the
+ * envelope naming what does not (and nothing of the cause) while one does not. The
+ * database is asked through DatabaseState, which logs a change of its answer once, whether
+ * this request or the watcher saw it first.
  */
-const makeReady = () => {
-  // Logged once per change of the database's answer, not once per /readyz.
-  let databaseUp = true
-  const databaseAnswered = (up: boolean, error?: unknown) => {
-    if (up === databaseUp) return Effect.void
-    databaseUp = up
-    return up
-      ? Effect.logInfo({ message: "database answers again", database: "up" })
-      : Effect.logWarning({ message: "database does not answer", database: "down", error: String(error) })
-  }
-  return Effect.gen(function* () {
-    const store = yield* StoreStatus
-    const database = yield* store.ping.pipe(
-      Effect.as(true),
-      Effect.catchAll((error) => Effect.as(databaseAnswered(false, error), false)),
-      Effect.tap((up) => (up ? databaseAnswered(true) : Effect.void))
-    )
-    const readiness = yield* Effect.serviceOption(Readiness)
-    const others = Option.isSome(readiness) ? yield* readiness.value.check : {}
-    const answers: Record<string, boolean> = { database, ...others }
-    const services = Object.fromEntries(
-      Object.entries(answers).map(([name, up]) => [name, up ? "ok" : "unavailable"])
-    )
-    const down = Object.keys(answers).filter((name) => !answers[name])
-    if (down.length === 0) return json({ success: true, data: { status: "ok", ...services } }, 200)
-    return json(
-      {
-        success: false,
-        error: {
-          code: "service_unavailable",
-          message: down.map((name) => unavailable[name] ?? `${name} is not available.`).join(" "),
-          details: services
-        }
-      },
-      503
-    )
-  })
-}
+const ready = Effect.gen(function* () {
+  const database = yield* (yield* DatabaseState).check
+  const readiness = yield* Effect.serviceOption(Readiness)
+  const others = Option.isSome(readiness) ? yield* readiness.value.check : {}
+  const answers: Record<string, boolean> = { database, ...others }
+  const services = Object.fromEntries(
+    Object.entries(answers).map(([name, up]) => [name, up ? "ok" : "unavailable"])
+  )
+  const down = Object.keys(answers).filter((name) => !answers[name])
+  if (down.length === 0) return json({ success: true, data: { status: "ok", ...services } }, 200)
+  return json(
+    {
+      success: false,
+      error: {
+        code: "service_unavailable",
+        message: down.map((name) => unavailable[name] ?? `${name} is not available.`).join(" "),
+        details: services
+      }
+    },
+    503
+  )
+})
 
 const openApi = () => json(openApiDocument(), 200)
 
@@ -155,7 +141,6 @@ const admin = (
   })
 
 export const makeApp = (options: AppOptions) => {
-  const ready = makeReady()
   const scalarScript = makeScalarScript()
   return Effect.gen(function* () {
     const startedAt = performance.now()
