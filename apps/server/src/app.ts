@@ -14,8 +14,9 @@ import {
   type Principal,
   type RateLimitDecision
 } from "@intake/domain"
+import { DatabaseState } from "@intake/worker"
 import { Clock, Effect, Option, Redacted } from "effect"
-import { StoreStatus } from "./database.js"
+import { docsPage, makeScalarScript, SCALAR_SCRIPT_PATH } from "./docs.js"
 import { adminRoutes } from "./handlers-admin.js"
 import { v1Routes } from "./handlers-v1.js"
 import { Readiness } from "./readiness.js"
@@ -42,64 +43,35 @@ const unavailable: Record<string, string> = {
 }
 
 /**
- * 200 while the store and every other configured service (Redis) answer; 503 in the
- * envelope naming what does not (and nothing of the cause) while one does not.
+ * 200 while the database and every other configured service (Redis) answer; 503 in the
+ * envelope naming what does not (and nothing of the cause) while one does not. The
+ * database is asked through DatabaseState, which logs a change of its answer once, whether
+ * this request or the watcher saw it first.
  */
-const makeReady = () => {
-  // Logged once per change of the database's answer, not once per /readyz.
-  let databaseUp = true
-  const databaseAnswered = (up: boolean, error?: unknown) => {
-    if (up === databaseUp) return Effect.void
-    databaseUp = up
-    return up
-      ? Effect.logInfo({ message: "database answers again", database: "up" })
-      : Effect.logWarning({ message: "database does not answer", database: "down", error: String(error) })
-  }
-  return Effect.gen(function* () {
-    const store = yield* StoreStatus
-    const database = yield* store.ping.pipe(
-      Effect.as(true),
-      Effect.catchAll((error) => Effect.as(databaseAnswered(false, error), false)),
-      Effect.tap((up) => (up ? databaseAnswered(true) : Effect.void))
-    )
-    const readiness = yield* Effect.serviceOption(Readiness)
-    const others = Option.isSome(readiness) ? yield* readiness.value.check : {}
-    const answers: Record<string, boolean> = { database, ...others }
-    const services = Object.fromEntries(
-      Object.entries(answers).map(([name, up]) => [name, up ? "ok" : "unavailable"])
-    )
-    const down = Object.keys(answers).filter((name) => !answers[name])
-    if (down.length === 0) return json({ success: true, data: { status: "ok", ...services } }, 200)
-    return json(
-      {
-        success: false,
-        error: {
-          code: "service_unavailable",
-          message: down.map((name) => unavailable[name] ?? `${name} is not available.`).join(" "),
-          details: services
-        }
-      },
-      503
-    )
-  })
-}
+const ready = Effect.gen(function* () {
+  const database = yield* (yield* DatabaseState).check
+  const readiness = yield* Effect.serviceOption(Readiness)
+  const others = Option.isSome(readiness) ? yield* readiness.value.check : {}
+  const answers: Record<string, boolean> = { database, ...others }
+  const services = Object.fromEntries(
+    Object.entries(answers).map(([name, up]) => [name, up ? "ok" : "unavailable"])
+  )
+  const down = Object.keys(answers).filter((name) => !answers[name])
+  if (down.length === 0) return json({ success: true, data: { status: "ok", ...services } }, 200)
+  return json(
+    {
+      success: false,
+      error: {
+        code: "service_unavailable",
+        message: down.map((name) => unavailable[name] ?? `${name} is not available.`).join(" "),
+        details: services
+      }
+    },
+    503
+  )
+})
 
 const openApi = () => json(openApiDocument(), 200)
-
-/** Readable docs of /openapi.json (Scalar, loaded by the browser from its CDN). */
-const DOCS_HTML = `<!doctype html>
-<html>
-  <head>
-    <meta charset="utf-8" />
-    <title>Intake API v1</title>
-    <meta name="viewport" content="width=device-width, initial-scale=1" />
-  </head>
-  <body>
-    <script id="api-reference" data-url="/openapi.json"></script>
-    <script src="https://cdn.jsdelivr.net/npm/@scalar/api-reference/dist/browser/standalone.min.js" crossorigin></script>
-  </body>
-</html>
-`
 
 /**
  * What the request log says beside the status: filled in along the pipeline as it learns
@@ -169,7 +141,7 @@ const admin = (
   })
 
 export const makeApp = (options: AppOptions) => {
-  const ready = makeReady()
+  const scalarScript = makeScalarScript()
   return Effect.gen(function* () {
     const startedAt = performance.now()
     const request = yield* HttpServerRequest.HttpServerRequest
@@ -187,7 +159,8 @@ export const makeApp = (options: AppOptions) => {
       if (request.method === "GET" && path === "/healthz") return ok()
       if (request.method === "GET" && path === "/readyz") return yield* ready
       if (request.method === "GET" && path === "/openapi.json") return openApi()
-      if (request.method === "GET" && path === "/docs") return HttpServerResponse.html(DOCS_HTML)
+      if (request.method === "GET" && path === "/docs") return docsPage()
+      if (request.method === "GET" && path === SCALAR_SCRIPT_PATH) return yield* scalarScript
       facts.route = undefined
       return routeNotFound()
     }).pipe(Effect.catchAllCause(causeToResponse))

@@ -1,5 +1,5 @@
 /**
- * What /readyz asks beside the store (StoreStatus): the other backing services the runtime
+ * What /readyz asks beside the database (DatabaseState): the other backing services the runtime
  * was configured with, Redis when REDIS_URL is set (decisions.md section 9). A runtime
  * without this service has none.
  */

@@ -19,7 +19,7 @@ import {
   type SqlDatabase
 } from "@intake/postgres"
 import { RedisConnection, RedisLive } from "@intake/redis"
-import { deliveryEngine, dispatcherLayer } from "@intake/worker"
+import { deliveryEngine, dispatcherLayer, watchDatabase } from "@intake/worker"
 import { Duration, Effect, Layer, Option, Redacted } from "effect"
 import { StoreStatus } from "./database.js"
 import { Readiness, readinessOf } from "./readiness.js"
@@ -39,6 +39,8 @@ export interface RuntimeOptions {
   readonly webhookDisableAfterMs?: number
   /** The in-process dispatcher; on unless `false`. */
   readonly dispatcher?: false | { readonly concurrency?: number; readonly pollIntervalMs?: number }
+  /** How often the database is pinged to log its changes (DatabaseState); 5 s when omitted. */
+  readonly databaseWatchInterval?: Duration.DurationInput
 }
 
 /**
@@ -98,22 +100,27 @@ const withUseCases = <ROut, E>(ports: Layer.Layer<ROut, E>, options: RuntimeOpti
 
 export const embeddedRuntime = (options: RuntimeOptions) => withUseCases(MemoryPortsLive, options)
 
-/** StoreStatus over the SqlClient of the ports. */
-const sqlStoreStatus = (description: string) =>
-  Layer.effect(
-    StoreStatus,
-    Effect.map(Effect.context<SqlClient.SqlClient>(), (context) => ({
-      ping: Effect.provide(pingDatabase, context),
-      isEmpty: Effect.provide(databaseIsEmpty, context),
-      description
-    }))
+/** StoreStatus over the SqlClient of the ports, and the DatabaseState its watcher keeps. */
+const sqlStoreStatus = (description: string, options: RuntimeOptions) =>
+  Layer.merge(
+    Layer.effect(
+      StoreStatus,
+      Effect.map(Effect.context<SqlClient.SqlClient>(), (context) => ({
+        isEmpty: Effect.provide(databaseIsEmpty, context),
+        description
+      }))
+    ),
+    watchDatabase(
+      pingDatabase,
+      options.databaseWatchInterval === undefined ? {} : { interval: options.databaseWatchInterval }
+    )
   )
 
 const onSql = <E>(
   ports: Layer.Layer<SqlClient.SqlClient | Layer.Layer.Success<ReturnType<typeof PostgresPortsLive>>, E>,
   description: string,
   options: RuntimeOptions
-) => withUseCases(Layer.provideMerge(sqlStoreStatus(description), ports), options)
+) => withUseCases(Layer.provideMerge(sqlStoreStatus(description, options), ports), options)
 
 /** Every use case over the ports on a database client layer (tests pass a fresh database). */
 export const sqlRuntime = <E>(

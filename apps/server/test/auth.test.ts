@@ -149,6 +149,22 @@ layer(realServer({ admin: false }), { excludeTestServices: true })(
         expect(docs.status).toBe(200)
         expect(docs.headers.get("content-type")).toMatch(/^text\/html/)
         expect(docs.body).toMatch(/data-url="\/openapi.json"/)
+        // Everything the page loads comes from this server: it works on a closed network.
+        expect(docs.body).not.toMatch(/https?:\/\//)
+        const src = /<script src="([^"]+)"><\/script>/.exec(docs.body as string)?.[1]
+        expect(src).toMatch(/^\/docs\/scalar\.js\?v=\d+\.\d+\.\d+$/)
+
+        const script = yield* call(baseUrl, "GET", src!)
+        expect(script.status).toBe(200)
+        expect(script.headers.get("content-type")).toMatch(/^text\/javascript/)
+        expect(script.headers.get("cache-control")).toMatch(/max-age=31536000/)
+        expectHeaders(script, { rateLimit: false })
+        // Scalar's whole browser bundle (about 4 MB), the one that defines its script-tag API.
+        const code = script.body as string
+        expect(code.length).toBeGreaterThan(1_000_000)
+        expect(code).toContain("api-reference")
+        // Served from memory after the first read: the same bytes again.
+        expect((yield* call(baseUrl, "GET", "/docs/scalar.js")).body).toBe(code)
       })
     )
 

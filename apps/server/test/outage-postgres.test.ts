@@ -2,11 +2,13 @@
  * The database goes away under load and comes back: the server on PostgreSQL (the
  * DATABASE_URL path of `pnpm start`) reaches it through a TCP proxy the test can cut.
  * While it is away every answer is a success or a sanitized 500 in the envelope, promptly;
- * /readyz says 503; afterwards the same server answers 200 again without a restart.
+ * /readyz says 503; afterwards the same server answers 200 again without a restart. The
+ * server logs the database going away and coming back, once each, before anyone asks /readyz.
  */
 import { describe, expect, layer } from "@effect/vitest"
 import { freshDatabaseUrl, probeTestServer, testServerUrl } from "@intake/postgres"
-import { Context, Duration, Effect, Layer, Logger, LogLevel, Redacted } from "effect"
+import { jsonLineLogger } from "@intake/worker"
+import { Context, Duration, Effect, Layer, Logger, Redacted } from "effect"
 import { postgresRuntime } from "../src/runtime.js"
 import { type Answer, BaseUrl, call, testServer } from "./harness.js"
 import { admin, dataOf, expectError, expectHeaders, provision } from "./support.js"
@@ -24,6 +26,25 @@ const postgresAvailable: boolean = await (async () => {
 
 class DatabaseProxy extends Context.Tag("test/DatabaseProxy")<DatabaseProxy, TcpProxy>() {}
 
+/** The server's log lines (the JSON lines `pnpm start` prints), kept instead of printed. */
+const lines: Array<string> = []
+// Each failed request is logged with its cause (as it should be); hundreds of them on the console say nothing.
+const capturedLogs = Logger.replace(
+  Logger.defaultLogger,
+  Logger.map(jsonLineLogger, (line) => {
+    lines.push(line)
+  })
+)
+// biome-ignore lint/suspicious/noExplicitAny: log lines are checked by assertions
+const databaseLines = (): Array<any> =>
+  lines.map((line) => JSON.parse(line)).filter((line) => line.database !== undefined)
+
+/** A password in DATABASE_URL (ignored by the test server's trust auth) that no log line may show. */
+const PASSWORD = "outage-test-password"
+
+/** Short, so that the watcher notices within the test's bounds. */
+const WATCH_INTERVAL = Duration.millis(300)
+
 /** The server on a fresh database whose DATABASE_URL points at the proxy. */
 const serverBehindProxy = Layer.unwrapScoped(
   Effect.gen(function* () {
@@ -33,13 +54,12 @@ const serverBehindProxy = Layer.unwrapScoped(
     const viaProxy = new URL(database.url)
     viaProxy.hostname = "127.0.0.1"
     viaProxy.port = String(proxy.port)
+    if (viaProxy.password === "" && process.env.PGPASSWORD === undefined) viaProxy.password = PASSWORD
     const runtime = postgresRuntime(Redacted.make(viaProxy.toString()), {
-      webhookAllowPrivateNetworks: false
+      webhookAllowPrivateNetworks: false,
+      databaseWatchInterval: WATCH_INTERVAL
     })
-    // Each failed request is logged with its cause (as it should be); hundreds of them here say nothing.
-    const server = testServer(runtime, { admin: true }).pipe(
-      Layer.provide(Logger.minimumLogLevel(LogLevel.None))
-    )
+    const server = testServer(runtime, { admin: true }).pipe(Layer.provide(capturedLogs))
     return Layer.merge(server, Layer.succeed(DatabaseProxy, proxy))
   })
 )
@@ -90,6 +110,37 @@ const recovered = (baseUrl: string, path: string, key: string | undefined, withi
 
 const RECOVERY_BOUND = Duration.seconds(15)
 
+/**
+ * Waits for the server's database log lines since `from` to be `states` (e.g. ["down"]);
+ * fails with the lines it saw after `within`.
+ */
+const databaseLogged = (from: number, states: ReadonlyArray<"down" | "up">, within = Duration.seconds(10)) =>
+  Effect.gen(function* () {
+    const deadline = Date.now() + Duration.toMillis(within)
+    for (;;) {
+      const logged = databaseLines().slice(from)
+      if (logged.length >= states.length || Date.now() > deadline) {
+        expect(logged.map((line) => line.database)).toEqual(states)
+        return logged
+      }
+      yield* Effect.sleep(Duration.millis(50))
+    }
+  })
+
+/** One warning when the database went away (with why, and no password), one info line when it came back. */
+const expectOutageLogged = (logged: ReadonlyArray<unknown>) => {
+  expect(logged).toEqual([
+    expect.objectContaining({
+      level: "warn",
+      message: "database does not answer",
+      database: "down",
+      error: expect.stringMatching(/^ping: ./)
+    }),
+    expect.objectContaining({ level: "info", message: "database answers again", database: "up" })
+  ])
+  expect(lines.join("\n")).not.toContain(PASSWORD)
+}
+
 const describeOutage = postgresAvailable ? describe : (describe.skip as typeof describe)
 
 describeOutage("the database goes away and comes back", () => {
@@ -102,6 +153,7 @@ describeOutage("the database goes away and comes back", () => {
           Effect.gen(function* () {
             const baseUrl = yield* BaseUrl
             const proxy = yield* DatabaseProxy
+            const logsFrom = databaseLines().length
             const tenant = yield* provision(baseUrl)
             // A key never used before the outage, so not in the key cache: its lookup needs the database.
             const coldKey = dataOf(
@@ -148,6 +200,8 @@ describeOutage("the database goes away and comes back", () => {
               CUT_AT - 10
             )
 
+            // Logged by the server itself, before anyone asks /readyz.
+            yield* databaseLogged(logsFrom, ["down"])
             // Still down: /readyz says so; a key the cache does not hold is not "unknown" but unverifiable.
             expectUnavailable(yield* answered(baseUrl, "GET", "/readyz", {}))
             expectSanitized500(yield* answered(baseUrl, "GET", "/v1/intake-bots", { key: coldKey }))
@@ -158,6 +212,7 @@ describeOutage("the database goes away and comes back", () => {
 
             proxy.resume()
             expectHeaders(yield* recovered(baseUrl, "/v1/intake-bots", tenant.key, RECOVERY_BOUND))
+            yield* databaseLogged(logsFrom, ["down", "up"])
             expect(dataOf(yield* answered(baseUrl, "GET", "/readyz", {}))).toEqual({
               status: "ok",
               database: "ok"
@@ -177,6 +232,8 @@ describeOutage("the database goes away and comes back", () => {
               }),
               201
             )
+            // /readyz saw the same outage and the same return: still one line each.
+            expectOutageLogged(databaseLines().slice(logsFrom))
           })
       )
 
@@ -188,6 +245,7 @@ describeOutage("the database goes away and comes back", () => {
             const proxy = yield* DatabaseProxy
             const tenant = yield* provision(baseUrl)
             dataOf(yield* answered(baseUrl, "GET", "/v1/intake-bots", { key: tenant.key }))
+            const logsFrom = databaseLines().length
 
             proxy.cut("silent")
             const started = Date.now()
@@ -203,9 +261,13 @@ describeOutage("the database goes away and comes back", () => {
             expectUnavailable(yield* answered(baseUrl, "GET", "/readyz", {}))
             expect(Date.now() - probed).toBeLessThan(3_000)
 
+            yield* databaseLogged(logsFrom, ["down"])
+
             proxy.resume()
             yield* recovered(baseUrl, "/v1/intake-bots", tenant.key, RECOVERY_BOUND)
+            yield* databaseLogged(logsFrom, ["down", "up"])
             dataOf(yield* answered(baseUrl, "GET", "/readyz", {}))
+            expectOutageLogged(databaseLines().slice(logsFrom))
           })
       )
     }

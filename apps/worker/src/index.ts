@@ -1,4 +1,5 @@
 export * from "./config.js"
+export * from "./database-state.js"
 export * from "./dispatcher.js"
 export * from "./logging.js"
 export * from "./receiver-client.js"

@@ -3,13 +3,15 @@
  * of DATABASE_URL (migrated first), delivering what any server or worker queued there.
  * Any number of workers may share one database. On SIGTERM (or Ctrl-C) it finishes the
  * attempts it claimed and claims nothing more. It needs a shared store: with the
- * embedded database the server runs the dispatcher in-process.
+ * embedded database the server runs the dispatcher in-process. It logs the database going
+ * away and coming back (DatabaseState).
  */
 import { NodeRuntime } from "@effect/platform-node"
 import { WebhookSettings } from "@intake/domain"
-import { PostgresPortsLive } from "@intake/postgres"
+import { PostgresPortsLive, pingDatabase } from "@intake/postgres"
 import { Cause, Config, ConfigError, Console, Effect, Layer, Option } from "effect"
 import { deliveryConfig, deliveryEngine, dispatcherLayer } from "./config.js"
+import { watchDatabase } from "./database-state.js"
 import { loggingLayer, logLevelConfig } from "./logging.js"
 
 const program = Effect.gen(function* () {
@@ -37,10 +39,10 @@ const program = Effect.gen(function* () {
       )
     )
   )
-  const worker = dispatcherLayer({
-    concurrency: config.concurrency,
-    pollIntervalMs: config.pollIntervalMs
-  }).pipe(Layer.provide(engine))
+  const worker = Layer.merge(
+    dispatcherLayer({ concurrency: config.concurrency, pollIntervalMs: config.pollIntervalMs }),
+    watchDatabase(pingDatabase)
+  ).pipe(Layer.provide(engine))
   return yield* Effect.gen(function* () {
     // The line a supervisor (or a test) waits for.
     yield* Console.log(`worker ready (pid ${process.pid}, concurrency ${config.concurrency})`)

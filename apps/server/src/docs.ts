@@ -1,0 +1,61 @@
+/**
+ * GET /docs: the readable docs of /openapi.json (Scalar). The page loads Scalar's browser
+ * bundle from this server, not from a CDN, so an operator on a closed network sees it too.
+ */
+import { readFileSync } from "node:fs"
+import { readFile } from "node:fs/promises"
+import { createRequire } from "node:module"
+import * as Path from "node:path"
+import { HttpServerResponse } from "@effect/platform"
+import { Effect } from "effect"
+
+export const SCALAR_SCRIPT_PATH = "/docs/scalar.js"
+
+// The package's exports do not list its browser bundle; it sits beside the entry point's folder.
+const scalarDist = Path.dirname(createRequire(import.meta.url).resolve("@scalar/api-reference"))
+const scalarBundle = Path.join(scalarDist, "browser", "standalone.js")
+const scalarVersion = (
+  JSON.parse(readFileSync(Path.join(scalarDist, "..", "package.json"), "utf8")) as { version: string }
+).version
+
+// The version in the URL lets browsers keep the script for a year and still fetch a new one after an upgrade.
+const scriptUrl = `${SCALAR_SCRIPT_PATH}?v=${encodeURIComponent(scalarVersion)}`
+
+// withDefaultFonts: false, else the page asks Scalar's font host for its fonts.
+const DOCS_HTML = `<!doctype html>
+<html>
+  <head>
+    <meta charset="utf-8" />
+    <title>Intake API v1</title>
+    <meta name="viewport" content="width=device-width, initial-scale=1" />
+  </head>
+  <body>
+    <script id="api-reference" data-url="/openapi.json" data-configuration='{"withDefaultFonts":false}'></script>
+    <script src="${scriptUrl}"></script>
+  </body>
+</html>
+`
+
+export const docsPage = () => HttpServerResponse.html(DOCS_HTML)
+
+/**
+ * Scalar's bundle (about 4 MB), read on the first request and then served from memory.
+ * A bundle that cannot be read is a defect (the server answers 500), not a startup failure.
+ */
+export const makeScalarScript = () => {
+  let bundle: Promise<Uint8Array> | undefined
+  return Effect.map(
+    Effect.promise(
+      () =>
+        (bundle ??= readFile(scalarBundle).catch((error: unknown) => {
+          bundle = undefined
+          throw error
+        }))
+    ),
+    (body) =>
+      HttpServerResponse.uint8Array(body, {
+        contentType: "text/javascript; charset=utf-8",
+        headers: { "cache-control": "public, max-age=31536000, immutable" }
+      })
+  )
+}
