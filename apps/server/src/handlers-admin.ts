@@ -22,6 +22,15 @@ const expiry = (text: string | null | undefined) => {
     : Effect.fail(invalid([{ path: "expires_at", message: "must be an ISO 8601 date-time" }]))
 }
 
+/** The bot fields both the create and the update body may carry (update: all optional). */
+const botFields = (payload: Partial<typeof Api.CreateIntakeBotBody.Type>) =>
+  present({
+    name: payload.name,
+    description: payload.description,
+    status: payload.status,
+    schema: payload.schema
+  })
+
 export type AdminServices = Provisioning | IntakeBots | Submissions
 
 export const adminRoutes: ReadonlyArray<
@@ -98,17 +107,7 @@ export const adminRoutes: ReadonlyArray<
     Api.createIntakeBot,
     ({ path, payload }) =>
       Effect.map(
-        Effect.flatMap(IntakeBots, (bots) =>
-          bots.create(
-            path.id,
-            present({
-              name: payload.name,
-              description: payload.description,
-              status: payload.status,
-              schema: payload.schema
-            })
-          )
-        ),
+        Effect.flatMap(IntakeBots, (bots) => bots.create(path.id, botFields(payload))),
         (bot) => ({ intake_bot: Api.intakeBotToWire(bot) })
       ),
     admin
@@ -117,17 +116,7 @@ export const adminRoutes: ReadonlyArray<
     Api.updateIntakeBot,
     ({ path, payload }) =>
       Effect.map(
-        Effect.flatMap(IntakeBots, (bots) =>
-          bots.update(
-            path.id,
-            present({
-              name: payload.name,
-              description: payload.description,
-              status: payload.status,
-              schema: payload.schema
-            })
-          )
-        ),
+        Effect.flatMap(IntakeBots, (bots) => bots.update(path.id, botFields(payload))),
         (bot) => ({ intake_bot: Api.intakeBotToWire(bot) })
       ),
     admin

@@ -10,12 +10,14 @@ import {
   HttpApiSecurity,
   OpenApi
 } from "@effect/platform"
+import { MessageRole, WorkspaceStatus } from "@intake/domain"
 import { Schema } from "effect"
 import { IdPath } from "./params.js"
 import { Deleted } from "./v1.js"
 import {
   ApiKeyWire,
   BadRequest,
+  BotStatusName,
   ConflictError,
   FieldTypeName,
   IntakeBotWire,
@@ -54,7 +56,7 @@ export const CreateWorkspaceBody = Schema.Struct({
 
 export const UpdateWorkspaceBody = Schema.Struct({
   plan: Schema.optionalWith(PlanName, { exact: true }),
-  status: Schema.optionalWith(oneOf("active", "archived"), { exact: true }),
+  status: Schema.optionalWith(oneOf(...WorkspaceStatus.literals), { exact: true }),
   monthly_submission_quota: Schema.optionalWith(NullableCount, { exact: true }),
   rate_limit_per_minute: Schema.optionalWith(Schema.NullOr(Schema.Int.pipe(Schema.greaterThanOrEqualTo(1))), {
     exact: true
@@ -71,14 +73,14 @@ export const CreateApiKeyBody = Schema.Struct({
 export const CreateIntakeBotBody = Schema.Struct({
   name: Schema.String,
   description: Schema.optionalWith(Schema.String, { exact: true }),
-  status: Schema.optionalWith(oneOf("ACTIVE", "PAUSED", "ARCHIVED"), { exact: true }),
+  status: Schema.optionalWith(BotStatusName, { exact: true }),
   schema: Schema.Array(SchemaFieldInput)
 })
 
 export const UpdateIntakeBotBody = Schema.Struct({
   name: Schema.optionalWith(Schema.String, { exact: true }),
   description: Schema.optionalWith(Schema.String, { exact: true }),
-  status: Schema.optionalWith(oneOf("ACTIVE", "PAUSED", "ARCHIVED"), { exact: true }),
+  status: Schema.optionalWith(BotStatusName, { exact: true }),
   schema: Schema.optionalWith(Schema.Array(SchemaFieldInput), { exact: true })
 })
 
@@ -87,7 +89,7 @@ export const AdminSubmissionBody = Schema.Struct({
   status: Schema.optionalWith(oneOf("IN_PROGRESS", "COMPLETED"), { exact: true }),
   is_test: Schema.optionalWith(Schema.Boolean, { exact: true }),
   messages: Schema.optionalWith(
-    Schema.Array(Schema.Struct({ role: oneOf("assistant", "user", "system"), content: Schema.String })),
+    Schema.Array(Schema.Struct({ role: oneOf(...MessageRole.literals), content: Schema.String })),
     { exact: true }
   )
 })

@@ -1,9 +1,23 @@
 /**
  * The wire format of API v1: snake_case fields, ISO 8601 timestamps with three fraction
  * digits, and the response envelope. These schemas describe what travels; the domain's
- * records are mapped onto them in mappers.ts.
+ * records are mapped onto them in mappers.ts. Value sets (scopes, statuses, field types)
+ * are the domain's own literals, never restated here.
  */
 import { HttpApiSchema } from "@effect/platform"
+import {
+  BotStatus,
+  DeliveryStatus,
+  DeliveryTrigger,
+  FieldType,
+  FieldValue,
+  Plan,
+  SchemaField,
+  Scope,
+  SubmissionStatus,
+  WebhookStatus,
+  WorkspaceStatus
+} from "@intake/domain"
 import { Schema } from "effect"
 
 /** `2026-11-21T10:00:00.000Z`: what `new Date(ms).toISOString()` renders. */
@@ -57,37 +71,13 @@ export const Pagination = Schema.Struct({
 }).annotations({ identifier: "Pagination" })
 export type Pagination = typeof Pagination.Type
 
-export const ScopeName = Schema.Literal(
-  "read:intake-bots",
-  "write:intake-bots",
-  "read:submissions",
-  "read:contacts",
-  "read:records",
-  "manage:webhooks"
-)
+export const ScopeName = Scope
 
 // ---------------------------------------------------------------- intake bots
 
-export const FieldTypeName = Schema.Literal(
-  "text",
-  "long_text",
-  "email",
-  "phone",
-  "url",
-  "number",
-  "boolean",
-  "date",
-  "select",
-  "multi_select"
-)
+export const FieldTypeName = FieldType
 
-export const SchemaFieldWire = Schema.Struct({
-  name: Schema.String,
-  label: Schema.String,
-  type: FieldTypeName,
-  required: Schema.optional(Schema.Boolean),
-  options: Schema.optional(Schema.Array(Schema.String))
-}).annotations({ identifier: "SchemaField" })
+export const SchemaFieldWire = SchemaField.annotations({ identifier: "SchemaField" })
 export type SchemaFieldWire = typeof SchemaFieldWire.Type
 
 /** In the submissions list: the current schema with name, label and type only. */
@@ -103,7 +93,7 @@ export const oneOf = <const L extends ReadonlyArray<string>>(...literals: L) =>
     message: () => `must be one of ${literals.map((literal) => `"${literal}"`).join(", ")}`
   })
 
-export const BotStatusName = oneOf("ACTIVE", "PAUSED", "ARCHIVED")
+export const BotStatusName = oneOf(...BotStatus.literals)
 
 export const IntakeBotListItemWire = Schema.Struct({
   id: Schema.String,
@@ -129,15 +119,9 @@ export type IntakeBotWire = typeof IntakeBotWire.Type
 
 // ---------------------------------------------------------------- submissions
 
-export const SubmissionStatusName = oneOf("IN_PROGRESS", "COMPLETED", "ABANDONED")
+export const SubmissionStatusName = oneOf(...SubmissionStatus.literals)
 
-export const FieldValueWire = Schema.Union(
-  Schema.String,
-  Schema.Number,
-  Schema.Boolean,
-  Schema.Array(Schema.String),
-  Schema.Null
-)
+export const FieldValueWire = FieldValue
 
 export const MessageWire = Schema.Struct({
   id: Schema.String,
@@ -146,13 +130,18 @@ export const MessageWire = Schema.Struct({
   created_at: Timestamp
 }).annotations({ identifier: "Message" })
 
-export const SubmissionListItemWire = Schema.Struct({
+/** The fields both submission shapes open with, in the order they travel. */
+const submissionFields = {
   id: Schema.String,
   data: Schema.Record({ key: Schema.String, value: FieldValueWire }),
   status: SubmissionStatusName,
   ai_summary: Schema.String,
   is_test: Schema.Boolean,
-  file_count: Schema.Number,
+  file_count: Schema.Number
+}
+
+export const SubmissionListItemWire = Schema.Struct({
+  ...submissionFields,
   message_count: Schema.Number,
   schema_version: Schema.Number,
   created_at: Timestamp,
@@ -161,12 +150,7 @@ export const SubmissionListItemWire = Schema.Struct({
 export type SubmissionListItemWire = typeof SubmissionListItemWire.Type
 
 export const SubmissionWire = Schema.Struct({
-  id: Schema.String,
-  data: Schema.Record({ key: Schema.String, value: FieldValueWire }),
-  status: SubmissionStatusName,
-  ai_summary: Schema.String,
-  is_test: Schema.Boolean,
-  file_count: Schema.Number,
+  ...submissionFields,
   schema_version: Schema.Number,
   intake_bot_id: Schema.String,
   messages: Schema.Array(MessageWire),
@@ -184,7 +168,7 @@ export const CreatedSubmissionWire = Schema.Struct({
 
 // ---------------------------------------------------------------- webhooks
 
-export const WebhookStatusName = oneOf("active", "paused", "disabled")
+export const WebhookStatusName = oneOf(...WebhookStatus.literals)
 
 const webhookFields = {
   id: Schema.String,
@@ -215,8 +199,8 @@ export const DeliveryWire = Schema.Struct({
   event_id: Schema.String,
   event_type: Schema.String,
   attempt: Schema.Number,
-  trigger: Schema.Literal("event", "retry", "test", "redeliver"),
-  status: Schema.Literal("pending", "succeeded", "failed"),
+  trigger: DeliveryTrigger,
+  status: DeliveryStatus,
   response_status: Schema.NullOr(Schema.Number),
   response_body: Schema.NullOr(Schema.String),
   error: Schema.NullOr(Schema.String),
@@ -228,13 +212,13 @@ export type DeliveryWire = typeof DeliveryWire.Type
 
 // ---------------------------------------------------------------- operator interface
 
-export const PlanName = oneOf("free", "pro", "business")
+export const PlanName = oneOf(...Plan.literals)
 
 export const WorkspaceWire = Schema.Struct({
   id: Schema.String,
   name: Schema.String,
   plan: PlanName,
-  status: Schema.Literal("active", "archived"),
+  status: WorkspaceStatus,
   monthly_submission_quota: Schema.NullOr(Schema.Number),
   rate_limit_per_minute: Schema.NullOr(Schema.Number),
   created_at: Timestamp,
