@@ -9,7 +9,7 @@ import {
   Webhooks,
   WorkspaceRepository
 } from "@intake/domain"
-import { deliveryRulesLayer, newIntakeBot, requiredOnlyData, workspaceRecord } from "@intake/testing"
+import { aWorkspace, deliveryRulesLayer, newIntakeBot, requiredOnlyData } from "@intake/testing"
 import { Effect, Fiber, Layer, TestClock } from "effect"
 import { runDispatcher } from "../src/dispatcher.js"
 
@@ -32,7 +32,7 @@ const slowReceiver = (delayMs: number) => {
 
 const givenEvents = (count: number) =>
   Effect.gen(function* () {
-    const workspace = workspaceRecord()
+    const workspace = aWorkspace()
     yield* (yield* WorkspaceRepository).insert(workspace)
     const bot = yield* (yield* IntakeBots).create(workspace.id, newIntakeBot())
     const webhook = yield* (yield* Webhooks).create(workspace.id, {

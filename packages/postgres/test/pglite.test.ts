@@ -6,7 +6,7 @@ import * as Path from "node:path"
 import { SqlClient } from "@effect/sql"
 import { describe, expect, it, layer } from "@effect/vitest"
 import { UnitOfWork, WorkspaceRepository } from "@intake/domain"
-import { aWorkspaceRecord } from "@intake/testing"
+import { aWorkspace } from "@intake/testing"
 import { Duration, Effect, Either, Exit, Fiber, Layer, Option } from "effect"
 import { lockDataDirectory } from "../src/data-dir-lock.js"
 import { layerPglite } from "../src/pglite-client.js"
@@ -21,7 +21,7 @@ describe("PGlite data directory", () => {
     () =>
       Effect.gen(function* () {
         const dataDir = Path.join(tempDir(), "nested", ".data")
-        const workspace = aWorkspaceRecord()
+        const workspace = aWorkspace()
         yield* Effect.scoped(
           Effect.gen(function* () {
             const ports = yield* Layer.build(PglitePortsLive(dataDir))
@@ -108,8 +108,8 @@ layer(sharedLayer(Layer.provideMerge(PgRepositoriesLive, migrated(layerPglite({}
     Effect.gen(function* () {
       const uow = yield* UnitOfWork
       const repo = yield* WorkspaceRepository
-      const kept = aWorkspaceRecord()
-      const undone = aWorkspaceRecord()
+      const kept = aWorkspace()
+      const undone = aWorkspace()
       yield* uow.transaction(
         Effect.gen(function* () {
           yield* repo.insert(kept)
@@ -125,7 +125,7 @@ layer(sharedLayer(Layer.provideMerge(PgRepositoriesLive, migrated(layerPglite({}
     Effect.gen(function* () {
       const uow = yield* UnitOfWork
       const repo = yield* WorkspaceRepository
-      const inside = aWorkspaceRecord()
+      const inside = aWorkspace()
       const holder = yield* Effect.fork(uow.transaction(Effect.zipRight(repo.insert(inside), Effect.never)))
       yield* Effect.sleep(Duration.millis(100))
       const reader = yield* Effect.fork(repo.findById(inside.id))
@@ -134,7 +134,7 @@ layer(sharedLayer(Layer.provideMerge(PgRepositoriesLive, migrated(layerPglite({}
       expect(reader.unsafePoll()).toBe(null)
       yield* Fiber.interrupt(holder)
       expect(yield* Fiber.join(reader)).toEqual(Option.none())
-      const after = aWorkspaceRecord()
+      const after = aWorkspace()
       yield* uow.transaction(repo.insert(after))
       expect(Option.isSome(yield* repo.findById(after.id))).toBe(true)
       expect(Exit.isInterrupted(yield* Fiber.await(holder))).toBe(true)

@@ -25,16 +25,16 @@ import {
   PlatformLive
 } from "@intake/memory"
 import { Effect, Layer } from "effect"
-import { testId } from "./fixtures-submissions.js"
+import { uniqueId } from "./records.js"
 
 /** A DNS double over a table the test may change while it runs (DNS rebinding). */
 const LiveTableResolver = (table: Record<string, ReadonlyArray<string>>) =>
   Layer.succeed(AddressResolver, { resolve: (host) => Effect.sync(() => table[host.toLowerCase()] ?? []) })
 
 export const aDelivery = (overrides: Partial<Delivery> = {}): Delivery => ({
-  id: testId("dlv"),
-  webhookId: testId("wh"),
-  eventId: testId("evt"),
+  id: uniqueId("dlv"),
+  webhookId: uniqueId("wh"),
+  eventId: uniqueId("evt"),
   eventType: "submission.completed",
   attempt: 1,
   trigger: "event",

@@ -6,17 +6,13 @@ import { randomUUID } from "node:crypto"
 import type {
   Contact,
   DomainEvent,
-  IdPrefix,
   IntakeBot,
   Message,
   NewIntakeBot,
   SchemaField,
-  Submission,
-  Workspace
+  Submission
 } from "@intake/domain"
-
-/** A unique id of the usual shape (`sub_` + 32 lowercase hex), for rows built without the Ids port. */
-export const testId = (prefix: IdPrefix): string => `${prefix}_${randomUUID().replace(/-/g, "")}`
+import { uniqueId } from "./records.js"
 
 /** One field of every type; name and email are required. */
 export const everyFieldTypeSchema = (): Array<SchemaField> => [
@@ -125,22 +121,10 @@ export const newIntakeBot = (overrides: Partial<NewIntakeBot> = {}): NewIntakeBo
   ...overrides
 })
 
-export const workspaceRecord = (overrides: Partial<Workspace> = {}): Workspace => ({
-  id: testId("ws"),
-  name: "Acme",
-  plan: "pro",
-  status: "active",
-  monthlySubmissionQuota: null,
-  rateLimitPerMinute: null,
-  createdAt: 1_700_000_000_000,
-  updatedAt: 1_700_000_000_000,
-  ...overrides
-})
-
 const randomSlug = (): string => randomUUID().replace(/-/g, "").slice(0, 8)
 
 export const intakeBotRecord = (workspaceId: string, overrides: Partial<IntakeBot> = {}): IntakeBot => ({
-  id: testId("bot"),
+  id: uniqueId("bot"),
   workspaceId,
   name: "Client intake",
   description: "",
@@ -154,7 +138,7 @@ export const intakeBotRecord = (workspaceId: string, overrides: Partial<IntakeBo
 })
 
 export const submissionRecord = (bot: IntakeBot, overrides: Partial<Submission> = {}): Submission => ({
-  id: testId("sub"),
+  id: uniqueId("sub"),
   workspaceId: bot.workspaceId,
   intakeBotId: bot.id,
   data: { name: "Ada Lovelace", email: "ada@example.com" },
@@ -170,7 +154,7 @@ export const submissionRecord = (bot: IntakeBot, overrides: Partial<Submission> 
 
 export const messageRecords = (submission: Submission, contents: ReadonlyArray<string>): Array<Message> =>
   contents.map((content, index) => ({
-    id: testId("msg"),
+    id: uniqueId("msg"),
     submissionId: submission.id,
     role: index % 2 === 0 ? "assistant" : "user",
     content,
@@ -178,7 +162,7 @@ export const messageRecords = (submission: Submission, contents: ReadonlyArray<s
   }))
 
 export const contactRecord = (workspaceId: string, overrides: Partial<Contact> = {}): Contact => ({
-  id: testId("con"),
+  id: uniqueId("con"),
   workspaceId,
   email: "ada@example.com",
   name: "Ada Lovelace",
@@ -190,7 +174,7 @@ export const domainEventRecord = (
   submission: Submission,
   overrides: Partial<DomainEvent> = {}
 ): DomainEvent => ({
-  id: testId("evt"),
+  id: uniqueId("evt"),
   workspaceId: submission.workspaceId,
   type: "submission.completed",
   intakeBotId: submission.intakeBotId,

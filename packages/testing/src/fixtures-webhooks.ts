@@ -6,8 +6,7 @@ import {
   type Plan,
   type WebhookEndpoint,
   WebhookSettings,
-  WebhooksLive,
-  type Workspace
+  WebhooksLive
 } from "@intake/domain"
 import {
   MemoryDatabase,
@@ -20,12 +19,8 @@ import {
   PlatformLive
 } from "@intake/memory"
 import { Effect, Layer } from "effect"
+import { aWorkspace, uniqueId } from "./records.js"
 import { StaticAddressResolver } from "./static-address-resolver.js"
-
-let sequence = 0
-/** A unique id of the given prefix, in the service's id format. */
-export const uniqueId = (prefix: string): string =>
-  `${prefix}_${(++sequence).toString(36).padStart(6, "0")}${Math.random().toString(36).slice(2, 12)}`
 
 export const aWebhookEndpoint = (overrides: Partial<WebhookEndpoint> = {}): WebhookEndpoint => ({
   id: uniqueId("wh"),
@@ -40,18 +35,6 @@ export const aWebhookEndpoint = (overrides: Partial<WebhookEndpoint> = {}): Webh
   lastDeliveryOk: null,
   consecutiveFails: 0,
   failingSince: null,
-  createdAt: 0,
-  updatedAt: 0,
-  ...overrides
-})
-
-export const aWorkspace = (overrides: Partial<Workspace> = {}): Workspace => ({
-  id: uniqueId("ws"),
-  name: "Acme",
-  plan: "pro",
-  status: "active",
-  monthlySubmissionQuota: null,
-  rateLimitPerMinute: null,
   createdAt: 0,
   updatedAt: 0,
   ...overrides

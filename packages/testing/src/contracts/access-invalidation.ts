@@ -1,7 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { AccessInvalidation, type AccessInvalidationEvent } from "@intake/domain"
 import { Chunk, Context, Duration, Effect, Exit, Layer, Option, Queue, Scope } from "effect"
-import { uniqueId } from "./unique.js"
+import { uniqueId } from "../records.js"
 
 export interface AccessInvalidationContractOptions {
   /**

@@ -8,8 +8,7 @@ import {
   WorkspaceRepository
 } from "@intake/domain"
 import { Effect, Either, type Layer, Option } from "effect"
-import { uniqueId } from "./unique.js"
-import { aWorkspaceRecord } from "./workspace-repository.js"
+import { aWorkspace, uniqueId } from "../records.js"
 
 const NOW: EpochMillis = 1_800_000_000_000
 const MINUTE = 60_000
@@ -32,8 +31,8 @@ const refusalOf = (error: PlanLimitExceeded | StorageUnavailable) =>
   error._tag === "PlanLimitExceeded" ? error.details : error._tag
 
 /** A fresh workspace in the store (keys reference it). */
-const aWorkspace = Effect.gen(function* () {
-  const workspace = aWorkspaceRecord()
+const storedWorkspaceId = Effect.gen(function* () {
+  const workspace = aWorkspace()
   yield* (yield* WorkspaceRepository).insert(workspace)
   return workspace.id
 })
@@ -46,7 +45,7 @@ export const apiKeyRepositoryContract = (
     it.effect("finds an inserted key by id and by hash; unknown ones are none", () =>
       Effect.gen(function* () {
         const keys = yield* ApiKeyRepository
-        const key = aKeyRecord(yield* aWorkspace, {
+        const key = aKeyRecord(yield* storedWorkspaceId, {
           scopes: ["read:submissions", "manage:webhooks"],
           expiresAt: NOW + MINUTE
         })
@@ -61,7 +60,7 @@ export const apiKeyRepositoryContract = (
     it.effect("insertWithinCap refuses the key over the cap with plan_limit_exceeded", () =>
       Effect.gen(function* () {
         const keys = yield* ApiKeyRepository
-        const workspaceId = yield* aWorkspace
+        const workspaceId = yield* storedWorkspaceId
         yield* keys.insertWithinCap(aKeyRecord(workspaceId), 2, NOW)
         yield* keys.insertWithinCap(aKeyRecord(workspaceId), 2, NOW)
         const third = aKeyRecord(workspaceId)
@@ -75,7 +74,7 @@ export const apiKeyRepositoryContract = (
     it.effect("a cap of 0 refuses every key", () =>
       Effect.gen(function* () {
         const keys = yield* ApiKeyRepository
-        const error = yield* Effect.flip(keys.insertWithinCap(aKeyRecord(yield* aWorkspace), 0, NOW))
+        const error = yield* Effect.flip(keys.insertWithinCap(aKeyRecord(yield* storedWorkspaceId), 0, NOW))
         expect(refusalOf(error)).toEqual({ resource: "api_keys", current: 0, max: 0 })
       })
     )
@@ -83,7 +82,7 @@ export const apiKeyRepositoryContract = (
     it.effect("10 concurrent inserts with a cap of 3 insert exactly 3", () =>
       Effect.gen(function* () {
         const keys = yield* ApiKeyRepository
-        const workspaceId = yield* aWorkspace
+        const workspaceId = yield* storedWorkspaceId
         const candidates = Array.from({ length: 10 }, () => aKeyRecord(workspaceId))
         const results = yield* Effect.all(
           candidates.map((key) => Effect.either(keys.insertWithinCap(key, 3, NOW))),
@@ -102,7 +101,7 @@ export const apiKeyRepositoryContract = (
     it.effect("revoked keys and keys expired at `now` do not count toward the cap", () =>
       Effect.gen(function* () {
         const keys = yield* ApiKeyRepository
-        const workspaceId = yield* aWorkspace
+        const workspaceId = yield* storedWorkspaceId
         const revoked = aKeyRecord(workspaceId)
         yield* keys.insertWithinCap(revoked, 2, NOW - MINUTE)
         yield* keys.revoke(revoked.id, NOW - 1)
@@ -118,8 +117,8 @@ export const apiKeyRepositoryContract = (
     it.effect("keys of other workspaces do not count", () =>
       Effect.gen(function* () {
         const keys = yield* ApiKeyRepository
-        const crowded = yield* aWorkspace
-        const empty = yield* aWorkspace
+        const crowded = yield* storedWorkspaceId
+        const empty = yield* storedWorkspaceId
         yield* keys.insertWithinCap(aKeyRecord(crowded), 1, NOW)
         const own = aKeyRecord(empty)
         yield* keys.insertWithinCap(own, 1, NOW)
@@ -130,7 +129,7 @@ export const apiKeyRepositoryContract = (
     it.effect("revoke sets revoked_at once; a second revoke keeps the first time", () =>
       Effect.gen(function* () {
         const keys = yield* ApiKeyRepository
-        const key = aKeyRecord(yield* aWorkspace)
+        const key = aKeyRecord(yield* storedWorkspaceId)
         yield* keys.insertWithinCap(key, 3, NOW)
         expect(yield* keys.revoke(key.id, NOW)).toEqual(Option.some({ ...key, revokedAt: NOW }))
         expect(yield* keys.revoke(key.id, NOW + MINUTE)).toEqual(Option.some({ ...key, revokedAt: NOW }))
@@ -142,7 +141,7 @@ export const apiKeyRepositoryContract = (
     it.effect("touchLastUsed writes when never used, not again within the interval, and again after it", () =>
       Effect.gen(function* () {
         const keys = yield* ApiKeyRepository
-        const key = aKeyRecord(yield* aWorkspace)
+        const key = aKeyRecord(yield* storedWorkspaceId)
         yield* keys.insertWithinCap(key, 3, NOW)
         const lastUsed = Effect.map(
           keys.findById(key.id),
@@ -162,7 +161,7 @@ export const apiKeyRepositoryContract = (
     it.effect("concurrent touches within the interval write once", () =>
       Effect.gen(function* () {
         const keys = yield* ApiKeyRepository
-        const key = aKeyRecord(yield* aWorkspace)
+        const key = aKeyRecord(yield* storedWorkspaceId)
         yield* keys.insertWithinCap(key, 3, NOW)
         const written = yield* Effect.all(
           Array.from({ length: 10 }, (_, i) => keys.touchLastUsed(key.id, NOW + i, MINUTE)),

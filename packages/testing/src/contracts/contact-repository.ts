@@ -1,7 +1,8 @@
 import { expect, layer } from "@effect/vitest"
 import { ContactRepository, WorkspaceRepository } from "@intake/domain"
 import { Effect, type Layer, Option } from "effect"
-import { contactRecord, testId, workspaceRecord } from "../fixtures-submissions.js"
+import { contactRecord } from "../fixtures-submissions.js"
+import { aWorkspace, uniqueId } from "../records.js"
 
 export const contactRepositoryContract = (
   name: string,
@@ -9,7 +10,7 @@ export const contactRepositoryContract = (
 ): void =>
   layer(theLayer)(`ContactRepository contract (${name})`, (it) => {
     const givenWorkspace = Effect.gen(function* () {
-      const workspace = workspaceRecord()
+      const workspace = aWorkspace()
       yield* (yield* WorkspaceRepository).insert(workspace)
       return workspace.id
     })
@@ -38,7 +39,7 @@ export const contactRepositoryContract = (
         expect((yield* contacts.findOrCreate(a)).created).toBe(true)
         expect((yield* contacts.findOrCreate(b)).created).toBe(true)
         expect(Option.isNone(yield* contacts.findById(theirs, a.id))).toBe(true)
-        expect(Option.isNone(yield* contacts.findById(mine, testId("con")))).toBe(true)
+        expect(Option.isNone(yield* contacts.findById(mine, uniqueId("con")))).toBe(true)
       })
     )
 

@@ -14,7 +14,8 @@ import {
 } from "@intake/domain"
 import { Effect, Either, type Layer, Option } from "effect"
 import { aDelivery } from "../fixtures-deliveries.js"
-import { aWebhookEndpoint, uniqueId } from "../fixtures-webhooks.js"
+import { aWebhookEndpoint } from "../fixtures-webhooks.js"
+import { uniqueId } from "../records.js"
 
 type Ports = DeliveryRepository | WebhookRepository | UnitOfWork
 

@@ -1,13 +1,8 @@
 import { expect, layer } from "@effect/vitest"
 import { EventOutbox, IntakeBotRepository, SubmissionRepository, WorkspaceRepository } from "@intake/domain"
 import { Effect, type Layer, Option } from "effect"
-import {
-  domainEventRecord,
-  intakeBotRecord,
-  submissionRecord,
-  testId,
-  workspaceRecord
-} from "../fixtures-submissions.js"
+import { domainEventRecord, intakeBotRecord, submissionRecord } from "../fixtures-submissions.js"
+import { aWorkspace, uniqueId } from "../records.js"
 
 export const eventOutboxContract = (
   name: string,
@@ -15,7 +10,7 @@ export const eventOutboxContract = (
 ): void =>
   layer(theLayer)(`EventOutbox contract (${name})`, (it) => {
     const givenSubmission = Effect.gen(function* () {
-      const workspace = workspaceRecord()
+      const workspace = aWorkspace()
       yield* (yield* WorkspaceRepository).insert(workspace)
       const bot = intakeBotRecord(workspace.id)
       yield* (yield* IntakeBotRepository).insert(bot)
@@ -29,11 +24,11 @@ export const eventOutboxContract = (
         const outbox = yield* EventOutbox
         const submission = yield* givenSubmission
         const completed = domainEventRecord(submission)
-        const created = domainEventRecord(submission, { type: "contact.created", contactId: testId("con") })
+        const created = domainEventRecord(submission, { type: "contact.created", contactId: uniqueId("con") })
         yield* outbox.append([completed, created])
         expect(yield* outbox.findById(completed.id)).toEqual(Option.some(completed))
         expect(yield* outbox.findById(created.id)).toEqual(Option.some(created))
-        expect(Option.isNone(yield* outbox.findById(testId("evt")))).toBe(true)
+        expect(Option.isNone(yield* outbox.findById(uniqueId("evt")))).toBe(true)
         yield* outbox.append([])
       })
     )

@@ -2,7 +2,7 @@
 import { expect, layer } from "@effect/vitest"
 import { IdempotencyConflict, type IdempotencyScope, IdempotencyStore, UnitOfWork } from "@intake/domain"
 import { Effect, type Layer } from "effect"
-import { uniqueId } from "../fixtures-webhooks.js"
+import { uniqueId } from "../records.js"
 
 const DAY = 24 * 60 * 60 * 1000
 const T0 = 1_790_000_000_000

@@ -1,7 +1,8 @@
 import { expect, layer } from "@effect/vitest"
 import { IntakeBotRepository, SubmissionRepository, WorkspaceRepository } from "@intake/domain"
 import { Effect, type Layer, Option } from "effect"
-import { intakeBotRecord, submissionRecord, testId, workspaceRecord } from "../fixtures-submissions.js"
+import { intakeBotRecord, submissionRecord } from "../fixtures-submissions.js"
+import { aWorkspace, uniqueId } from "../records.js"
 import { inNewestFirstOrder, walkPages } from "./paging.js"
 
 export const intakeBotRepositoryContract = (
@@ -10,7 +11,7 @@ export const intakeBotRepositoryContract = (
 ): void =>
   layer(theLayer)(`IntakeBotRepository contract (${name})`, (it) => {
     const givenWorkspace = Effect.gen(function* () {
-      const workspace = workspaceRecord()
+      const workspace = aWorkspace()
       yield* (yield* WorkspaceRepository).insert(workspace)
       return workspace
     })
@@ -25,7 +26,7 @@ export const intakeBotRepositoryContract = (
         expect(yield* bots.findById(bot.id)).toEqual(Option.some(bot))
         expect(yield* bots.findInWorkspace(workspace.id, bot.id)).toEqual(Option.some(bot))
         expect(Option.isNone(yield* bots.findInWorkspace(other.id, bot.id))).toBe(true)
-        expect(Option.isNone(yield* bots.findById(testId("bot")))).toBe(true)
+        expect(Option.isNone(yield* bots.findById(uniqueId("bot")))).toBe(true)
       })
     )
 
@@ -68,7 +69,7 @@ export const intakeBotRepositoryContract = (
         const theirs = intakeBotRecord(other.id)
         yield* bots.insert(mine)
         yield* bots.insert(theirs)
-        const found = yield* bots.existingIds(workspace.id, [mine.id, theirs.id, testId("bot")])
+        const found = yield* bots.existingIds(workspace.id, [mine.id, theirs.id, uniqueId("bot")])
         expect([...found]).toEqual([mine.id])
         expect(yield* bots.existingIds(workspace.id, [])).toEqual([])
       })

@@ -1,7 +1,7 @@
 import { expect, layer } from "@effect/vitest"
 import { RateLimiter } from "@intake/domain"
 import { Clock, Effect, type Layer, TestClock } from "effect"
-import { uniqueId } from "./unique.js"
+import { uniqueId } from "../records.js"
 
 export interface RateLimiterContractOptions {
   /**

@@ -1,13 +1,8 @@
 import { expect, layer } from "@effect/vitest"
 import { IntakeBotRepository, SubmissionRepository, WorkspaceRepository } from "@intake/domain"
 import { Effect, type Layer, Option } from "effect"
-import {
-  intakeBotRecord,
-  messageRecords,
-  submissionRecord,
-  testId,
-  workspaceRecord
-} from "../fixtures-submissions.js"
+import { intakeBotRecord, messageRecords, submissionRecord } from "../fixtures-submissions.js"
+import { aWorkspace, uniqueId } from "../records.js"
 import { inNewestFirstOrder, walkPages } from "./paging.js"
 
 const T0 = 1_764_000_000_000
@@ -18,7 +13,7 @@ export const submissionRepositoryContract = (
 ): void =>
   layer(theLayer)(`SubmissionRepository contract (${name})`, (it) => {
     const givenBot = Effect.gen(function* () {
-      const workspace = workspaceRecord()
+      const workspace = aWorkspace()
       yield* (yield* WorkspaceRepository).insert(workspace)
       const bot = intakeBotRecord(workspace.id)
       yield* (yield* IntakeBotRepository).insert(bot)
@@ -44,7 +39,9 @@ export const submissionRepositoryContract = (
         expect(Option.isNone(yield* submissions.findInBot(otherBot.workspaceId, bot.id, submission.id))).toBe(
           true
         )
-        expect(Option.isNone(yield* submissions.findInBot(bot.workspaceId, bot.id, testId("sub")))).toBe(true)
+        expect(Option.isNone(yield* submissions.findInBot(bot.workspaceId, bot.id, uniqueId("sub")))).toBe(
+          true
+        )
       })
     )
 

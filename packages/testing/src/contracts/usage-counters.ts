@@ -1,7 +1,7 @@
 import { expect, layer } from "@effect/vitest"
 import { PlanLimitExceeded, UsageCounters, WorkspaceRepository } from "@intake/domain"
 import { Effect, Either, type Layer } from "effect"
-import { workspaceRecord } from "../fixtures-submissions.js"
+import { aWorkspace } from "../records.js"
 
 export const usageCountersContract = (
   name: string,
@@ -9,7 +9,7 @@ export const usageCountersContract = (
 ): void =>
   layer(theLayer)(`UsageCounters contract (${name})`, (it) => {
     const givenWorkspace = Effect.gen(function* () {
-      const workspace = workspaceRecord()
+      const workspace = aWorkspace()
       yield* (yield* WorkspaceRepository).insert(workspace)
       return workspace.id
     })

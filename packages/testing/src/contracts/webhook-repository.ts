@@ -2,7 +2,8 @@
 import { expect, layer } from "@effect/vitest"
 import { PlanLimitExceeded, type UnitOfWork, type WebhookEndpoint, WebhookRepository } from "@intake/domain"
 import { Effect, Either, type Layer, Option } from "effect"
-import { aWebhookEndpoint, uniqueId } from "../fixtures-webhooks.js"
+import { aWebhookEndpoint } from "../fixtures-webhooks.js"
+import { uniqueId } from "../records.js"
 
 export const webhookRepositoryContract = (
   name: string,

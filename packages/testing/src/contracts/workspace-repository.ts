@@ -1,19 +1,7 @@
 import { expect, layer } from "@effect/vitest"
 import { type Workspace, WorkspaceRepository } from "@intake/domain"
 import { Effect, type Layer, Option } from "effect"
-import { uniqueId } from "./unique.js"
-
-export const aWorkspaceRecord = (overrides: Partial<Workspace> = {}): Workspace => ({
-  id: uniqueId("ws"),
-  name: "Acme",
-  plan: "pro",
-  status: "active",
-  monthlySubmissionQuota: null,
-  rateLimitPerMinute: null,
-  createdAt: 1_700_000_000_000,
-  updatedAt: 1_700_000_000_000,
-  ...overrides
-})
+import { aWorkspace, uniqueId } from "../records.js"
 
 export const workspaceRepositoryContract = (
   name: string,
@@ -23,7 +11,7 @@ export const workspaceRepositoryContract = (
     it.effect("finds an inserted workspace by id, with every field as stored", () =>
       Effect.gen(function* () {
         const repository = yield* WorkspaceRepository
-        const workspace = aWorkspaceRecord({ plan: "business", monthlySubmissionQuota: 25_000 })
+        const workspace = aWorkspace({ plan: "business", monthlySubmissionQuota: 25_000 })
         yield* repository.insert(workspace)
         expect(yield* repository.findById(workspace.id)).toEqual(Option.some(workspace))
       })
@@ -39,7 +27,7 @@ export const workspaceRepositoryContract = (
     it.effect("update replaces plan, status and overrides", () =>
       Effect.gen(function* () {
         const repository = yield* WorkspaceRepository
-        const workspace = aWorkspaceRecord()
+        const workspace = aWorkspace()
         yield* repository.insert(workspace)
         const changed: Workspace = {
           ...workspace,
@@ -62,7 +50,7 @@ export const workspaceRepositoryContract = (
     it.effect("update of an unknown workspace creates nothing", () =>
       Effect.gen(function* () {
         const repository = yield* WorkspaceRepository
-        const ghost = aWorkspaceRecord()
+        const ghost = aWorkspace()
         yield* repository.update(ghost)
         expect(yield* repository.findById(ghost.id)).toEqual(Option.none())
       })

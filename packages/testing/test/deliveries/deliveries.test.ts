@@ -17,12 +17,12 @@ import {
 } from "@intake/domain"
 import {
   answer,
+  aWorkspace,
   deliveryRulesLayer,
   newIntakeBot,
   receiverDouble,
   requiredOnlyData,
-  unreachable,
-  workspaceRecord
+  unreachable
 } from "@intake/testing"
 import { Effect, TestClock } from "effect"
 import { Webhook } from "standardwebhooks"
@@ -44,7 +44,7 @@ const scene = (options: Parameters<typeof deliveryRulesLayer>[1] = {}) => {
 /** A workspace with a bot, at a realistic wall time (receivers check the signature's timestamp). */
 const givenWorkspaceWithBot = Effect.gen(function* () {
   yield* TestClock.setTime(NOW)
-  const workspace = workspaceRecord()
+  const workspace = aWorkspace()
   yield* (yield* WorkspaceRepository).insert(workspace)
   const bot = yield* (yield* IntakeBots).create(workspace.id, newIntakeBot())
   return { workspaceId: workspace.id, bot }

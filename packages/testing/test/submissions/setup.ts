@@ -15,7 +15,7 @@ import {
   MemoryWorkspaceRepository,
   PlatformLive
 } from "@intake/memory"
-import { newIntakeBot, workspaceRecord } from "@intake/testing"
+import { aWorkspace, newIntakeBot } from "@intake/testing"
 import { Effect, Layer } from "effect"
 
 /** Ports (and the database, to inspect what was written) without the use cases. */
@@ -32,7 +32,7 @@ export const submissionsArea = () =>
 
 export const givenWorkspace = (overrides: Partial<Workspace> = {}) =>
   Effect.gen(function* () {
-    const workspace = workspaceRecord(overrides)
+    const workspace = aWorkspace(overrides)
     yield* (yield* WorkspaceRepository).insert(workspace)
     return workspace
   })
