@@ -10,13 +10,15 @@ export const LOG_LEVELS = {
   debug: LogLevel.Debug,
   info: LogLevel.Info,
   warning: LogLevel.Warning,
+  // The name the lines themselves carry ("level":"warn"), so an operator can copy it back.
+  warn: LogLevel.Warning,
   error: LogLevel.Error,
   none: LogLevel.None
 } as const
 
 export type LogLevelName = keyof typeof LOG_LEVELS
 
-/** LOG_LEVEL: debug, info (default), warning, error or none. */
+/** LOG_LEVEL: debug, info (default), warning (or warn), error or none. */
 export const logLevelConfig: Config.Config<LogLevel.LogLevel> = Config.string("LOG_LEVEL").pipe(
   Config.withDefault("info"),
   Config.mapOrFail((text) => {
