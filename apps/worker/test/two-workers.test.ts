@@ -7,179 +7,34 @@
  * as the Submissions use case does (outbox and queued attempts in one unit of work, then
  * NOTIFY), on the same database.
  */
-import { type ChildProcess, spawn } from "node:child_process"
-import { createServer, type IncomingHttpHeaders } from "node:http"
-import type { AddressInfo } from "node:net"
-import * as Path from "node:path"
-import { fileURLToPath } from "node:url"
 import { SqlClient } from "@effect/sql"
-import * as PgClient from "@effect/sql-pg/PgClient"
-import { describe, expect, it } from "@effect/vitest"
-import {
-  DeliveryWakeups,
-  EventOutbox,
-  IntakeBotRepository,
-  queueDeliveries,
-  SubmissionRepository,
-  UnitOfWork,
-  UseCasesLive,
-  WebhookSettings,
-  Webhooks,
-  WorkspaceRepository
-} from "@intake/domain"
-import { freshDatabaseUrl, pgPortsOn, probeTestServer, testServerUrl } from "@intake/postgres"
-import { anIntakeBot, aWorkspace, domainEventRecord, submissionRecord } from "@intake/testing"
-import { Clock, Duration, Effect, Layer, Redacted } from "effect"
+import { expect, it } from "@effect/vitest"
+import { freshDatabaseUrl } from "@intake/postgres"
+import { Duration, Effect, Layer } from "effect"
 import { Webhook } from "standardwebhooks"
+import {
+  workerEnv as baseEnv,
+  describePostgres,
+  givenEndpoint,
+  killNow,
+  type Received,
+  recordEvents,
+  slowReceiver,
+  startWorker,
+  useCasesOn,
+  waitUntil
+} from "./processes.js"
 
 const EVENTS = 1_000
-const workerDir = Path.resolve(Path.dirname(fileURLToPath(import.meta.url)), "..")
-
-const postgresAvailable: boolean = await (async () => {
-  const probe = await probeTestServer()
-  if (probe._tag === "Right") return true
-  const message = `PostgreSQL is unreachable at ${testServerUrl()} (${probe.left})`
-  if (process.env.CI === "true") throw new Error(`${message}; CI needs it.`)
-  console.warn(`${message}: skipping the two-worker test. Set INTAKE_TEST_DATABASE_URL to run it.`)
-  return false
-})()
-const describePostgres = postgresAvailable ? describe : describe.skip
-
-interface Received {
-  readonly headers: IncomingHttpHeaders
-  readonly body: string
-  readonly eventId: string
-}
-
-/** A receiver on 127.0.0.1 answering 204 after `delayMs`; keeps every request. */
-const slowReceiver = (delayMs: number) =>
-  Effect.acquireRelease(
-    Effect.async<{ url: string; received: Array<Received>; close: () => void }>((resume) => {
-      const received: Array<Received> = []
-      const server = createServer((request, response) => {
-        const chunks: Array<Buffer> = []
-        request.on("data", (chunk: Buffer) => chunks.push(chunk))
-        request.on("end", () => {
-          const body = Buffer.concat(chunks).toString("utf8")
-          received.push({ headers: request.headers, body, eventId: JSON.parse(body).id })
-          setTimeout(() => response.writeHead(204).end(), delayMs)
-        })
-      })
-      server.listen(0, "127.0.0.1", () =>
-        resume(
-          Effect.succeed({
-            url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hooks`,
-            received,
-            close: () => {
-              server.closeAllConnections()
-              server.close()
-            }
-          })
-        )
-      )
-    }),
-    (receiver) => Effect.sync(receiver.close)
-  )
-
-/** A worker process, ready once it printed so (at most 60 s); SIGKILLed when the scope closes. */
-const startWorker = (env: Record<string, string>) =>
-  Effect.acquireRelease(
-    Effect.sync(() => {
-      const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
-        cwd: workerDir,
-        env: { ...process.env, ...env },
-        stdio: ["ignore", "pipe", "pipe"]
-      })
-      let output = ""
-      child.stdout.on("data", (chunk: Buffer) => {
-        output += chunk.toString()
-      })
-      child.stderr.on("data", (chunk: Buffer) => {
-        output += chunk.toString()
-      })
-      return { child, output: () => output }
-    }),
-    ({ child }) => Effect.sync(() => killNow(child))
-  ).pipe(
-    Effect.tap((worker) =>
-      waitUntil(
-        () => worker.output().includes("worker ready"),
-        60_000,
-        () => worker.output()
-      ).pipe(
-        Effect.filterOrFail(
-          () => worker.child.exitCode === null,
-          () => new Error(`the worker exited: ${worker.output()}`)
-        )
-      )
-    )
-  )
-
-const killNow = (child: ChildProcess) => {
-  if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL")
-}
-
-/** Waits (real time) until `check` holds; fails after `timeoutMs`. */
-const waitUntil = (check: () => boolean, timeoutMs: number, describe: () => string = () => "") =>
-  Effect.gen(function* () {
-    while (!check()) yield* Effect.sleep(Duration.millis(20))
-  }).pipe(
-    Effect.timeoutFail({
-      duration: Duration.millis(timeoutMs),
-      onTimeout: () => new Error(`not within ${timeoutMs} ms ${describe()}`)
-    })
-  )
-
-/** The use cases on the database at `url`, as a server would run them (no dispatcher here). */
-const useCasesOn = (url: string) =>
-  UseCasesLive.pipe(
-    Layer.provideMerge(
-      Layer.merge(
-        pgPortsOn(PgClient.layer({ url: Redacted.make(url) })),
-        WebhookSettings.layer({ allowPrivateNetworks: true })
-      )
-    )
-  )
 
 /**
- * A workspace with one bot and one endpoint at `receiverUrl` (through the Webhooks use
- * case), then EVENTS completed submissions with their events, recorded the way the
- * Submissions use case records them (submission, outbox event and queued attempts in one
- * unit of work, then the wake-up), a hundred per unit of work to keep the test short.
+ * A workspace with one bot and one endpoint at `receiverUrl`, then EVENTS completed
+ * submissions with their events, a hundred per unit of work to keep the test short.
  */
 const createEvents = (receiverUrl: string) =>
   Effect.gen(function* () {
-    const workspace = aWorkspace({ plan: "business" })
-    yield* (yield* WorkspaceRepository).insert(workspace)
-    const bot = anIntakeBot({ workspaceId: workspace.id })
-    yield* (yield* IntakeBotRepository).insert(bot)
-    const endpoint = yield* (yield* Webhooks).create(workspace.id, {
-      url: receiverUrl,
-      events: ["submission.completed"]
-    })
-    const [uow, submissions, outbox, wakeups] = yield* Effect.all([
-      UnitOfWork,
-      SubmissionRepository,
-      EventOutbox,
-      DeliveryWakeups
-    ])
-    const batch = (size: number) =>
-      Effect.gen(function* () {
-        const now = yield* Clock.currentTimeMillis
-        yield* uow.transaction(
-          Effect.gen(function* () {
-            const records = Array.from({ length: size }, () =>
-              submissionRecord(bot, { createdAt: now, updatedAt: now })
-            )
-            for (const record of records) yield* submissions.insert(record, [])
-            const events = records.map((record) => domainEventRecord(record))
-            yield* outbox.append(events)
-            yield* queueDeliveries(events, now)
-          })
-        )
-        yield* wakeups.notify
-      })
-    yield* Effect.forEach(Array.from({ length: EVENTS / 100 }), () => batch(100), {
+    const { bot, endpoint } = yield* givenEndpoint(receiverUrl)
+    yield* Effect.forEach(Array.from({ length: EVENTS / 100 }), () => recordEvents(bot, 100), {
       concurrency: 2,
       discard: true
     })
@@ -227,13 +82,12 @@ const countBy = (received: ReadonlyArray<Received>) => {
   return counts
 }
 
-const workerEnv = (databaseUrl: string, leaseMs: number) => ({
-  DATABASE_URL: databaseUrl,
-  WEBHOOK_ALLOW_PRIVATE_NETWORKS: "true",
-  WEBHOOK_LEASE: `${leaseMs}ms`,
-  WEBHOOK_POLL_INTERVAL: "500ms",
-  WEBHOOK_DISPATCH_CONCURRENCY: "16"
-})
+const workerEnv = (databaseUrl: string, leaseMs: number) =>
+  baseEnv(databaseUrl, {
+    WEBHOOK_LEASE: `${leaseMs}ms`,
+    WEBHOOK_POLL_INTERVAL: "500ms",
+    WEBHOOK_DISPATCH_CONCURRENCY: "16"
+  })
 
 describePostgres("two worker processes on one database", () => {
   it.live(
