@@ -9,7 +9,7 @@
  * dispatcher finishes what it claimed and claims nothing more.
  */
 import { Deliveries, type Delivery, DeliveryWakeups } from "@intake/domain"
-import { Clock, Duration, Effect, FiberSet, Option, Queue, Ref } from "effect"
+import { type Cause, Clock, Duration, Effect, FiberSet, Option, Queue, Ref } from "effect"
 
 export interface DispatcherOptions {
   /** Attempts in flight at once. */
@@ -46,13 +46,28 @@ export const runDispatcher = (options: DispatcherOptions) =>
         Effect.uninterruptible
       )
 
+    // A store that stays down fails every poll: the first failure is logged with its cause,
+    // the rest are not until claiming works again (DatabaseState logs the outage itself).
+    let claimFailing = false
+    const claimOutcome = (failed: boolean, cause?: Cause.Cause<unknown>) => {
+      if (failed === claimFailing) return Effect.void
+      claimFailing = failed
+      return failed
+        ? Effect.logWarning(
+            "could not claim due deliveries; retrying at each poll, quietly until it works",
+            cause
+          )
+        : Effect.logInfo("claiming due deliveries again")
+    }
+
     /** Claims and starts as many as there are free slots; answers whether every slot was filled. */
     const fill = Effect.uninterruptible(
       Effect.gen(function* () {
         const free = options.concurrency - (yield* Ref.get(inFlight))
         if (free <= 0) return false
         const claimed = yield* deliveries.claimDue(free, options.claimToken).pipe(
-          Effect.tapErrorCause((cause) => Effect.logWarning("could not claim due deliveries", cause)),
+          Effect.tap(() => claimOutcome(false)),
+          Effect.tapErrorCause((cause) => claimOutcome(true, cause)),
           Effect.orElseSucceed((): ReadonlyArray<Delivery> => [])
         )
         yield* Ref.update(inFlight, (n) => n + claimed.length)
@@ -84,5 +99,18 @@ export const runDispatcher = (options: DispatcherOptions) =>
           )
         }
       })
+    ).pipe(
+      Effect.onInterrupt(() =>
+        Effect.flatMap(Ref.get(inFlight), (attempts) =>
+          Effect.logInfo({
+            message: "dispatcher stopping: finishing the attempts it claimed",
+            inFlight: attempts
+          })
+        )
+      )
     )
-  }).pipe(Effect.scoped)
+  }).pipe(
+    Effect.scoped,
+    // After the scope: every claimed attempt has finished by now.
+    Effect.onInterrupt(() => Effect.logInfo("dispatcher stopped"))
+  )

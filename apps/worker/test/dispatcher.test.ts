@@ -5,12 +5,13 @@ import {
   IntakeBots,
   ReceiverClient,
   type ReceiverRequest,
+  StorageUnavailable,
   Submissions,
   Webhooks,
   WorkspaceRepository
 } from "@intake/domain"
 import { aWorkspace, deliveryRulesLayer, newIntakeBot, requiredOnlyData } from "@intake/testing"
-import { Effect, Fiber, Layer, TestClock } from "effect"
+import { Effect, Fiber, Layer, Logger, TestClock } from "effect"
 import { runDispatcher } from "../src/dispatcher.js"
 
 /** A receiver that takes `delayMs` (TestClock time) to answer 200, counting requests in flight. */
@@ -109,5 +110,71 @@ describe("the dispatcher", () => {
       // What it did not claim is still due for the next dispatcher.
       expect(yield* (yield* Deliveries).claimDue(10, "d2")).toHaveLength(2)
     }).pipe(Effect.provide(deliveryRulesLayer(receiver.layer, { addresses })))
+  })
+})
+
+describe("the dispatcher's logs", () => {
+  const captured = () => {
+    const lines: Array<{ level: string; message: unknown }> = []
+    const logger = Logger.replace(
+      Logger.defaultLogger,
+      Logger.make(({ logLevel, message }) => {
+        lines.push({ level: logLevel.label, message: Array.isArray(message) ? message[0] : message })
+      })
+    )
+    return { lines, logger }
+  }
+
+  it.effect("a store that fails every poll is logged once, and its recovery once", () => {
+    const receiver = slowReceiver(0)
+    const { lines, logger } = captured()
+    let failures = 5
+    const flakyClaims = Layer.effect(
+      Deliveries,
+      Effect.map(Deliveries, (deliveries) => ({
+        ...deliveries,
+        claimDue: (limit: number, claimToken: string) =>
+          failures-- > 0
+            ? Effect.fail(new StorageUnavailable({ operation: "claim due deliveries" }))
+            : deliveries.claimDue(limit, claimToken)
+      }))
+    )
+    return Effect.gen(function* () {
+      const { workspaceId, webhookId } = yield* givenEvents(1)
+      const dispatcher = yield* Effect.fork(
+        runDispatcher({ concurrency: 2, pollIntervalMs: 1_000, claimToken: "d1" }).pipe(
+          Effect.provide(flakyClaims)
+        )
+      )
+      for (let second = 0; second < 8; second++) yield* TestClock.adjust(1_000)
+      expect(yield* statuses(workspaceId, webhookId)).toEqual(["succeeded"])
+      yield* Fiber.interrupt(dispatcher)
+      expect(lines.filter((line) => line.level === "WARN").map((line) => line.message)).toEqual([
+        "could not claim due deliveries; retrying at each poll, quietly until it works"
+      ])
+      expect(lines.filter((line) => line.message === "claiming due deliveries again")).toHaveLength(1)
+    }).pipe(Effect.provide(Layer.merge(deliveryRulesLayer(receiver.layer, { addresses }), logger)))
+  })
+
+  it.effect("stopping says how many attempts it is finishing, then that it stopped", () => {
+    const receiver = slowReceiver(5_000)
+    const { lines, logger } = captured()
+    return Effect.gen(function* () {
+      yield* givenEvents(2)
+      const dispatcher = yield* Effect.fork(
+        runDispatcher({ concurrency: 4, pollIntervalMs: 60_000, claimToken: "d1" })
+      )
+      yield* TestClock.adjust(1_000)
+      const stopping = yield* Effect.fork(Fiber.interrupt(dispatcher))
+      yield* TestClock.adjust(5_000)
+      yield* Fiber.join(stopping)
+      const dispatcherLines = lines
+        .map((line) => line.message)
+        .filter((message) => JSON.stringify(message).includes("dispatcher"))
+      expect(dispatcherLines).toEqual([
+        { message: "dispatcher stopping: finishing the attempts it claimed", inFlight: 2 },
+        "dispatcher stopped"
+      ])
+    }).pipe(Effect.provide(Layer.merge(deliveryRulesLayer(receiver.layer, { addresses }), logger)))
   })
 })
