@@ -6,6 +6,7 @@ import {
   Access,
   type AccessSettings,
   type ApiKey,
+  ApiKeyRepository,
   makeAccessLayer,
   type NewApiKey,
   type NewWorkspace,
@@ -40,13 +41,22 @@ export const accessTestLayer = <Extra = never>(
     readonly settings?: Partial<AccessSettings>
     /** Replaces the memory rate limiter, e.g. with ControlledRateLimiter (its extra services stay visible). */
     readonly rateLimiter?: Layer.Layer<RateLimiter | Extra>
+    /** Wraps the memory key repository, e.g. to fail or hold its lookups. */
+    readonly apiKeys?: (inner: ApiKeyRepository["Type"]) => ApiKeyRepository["Type"]
   } = {}
 ) => {
   // Without an override, Extra is never and the memory limiter provides exactly RateLimiter.
   const limiter = (options.rateLimiter ?? MemoryRateLimiter) as Layer.Layer<RateLimiter | Extra>
+  const wrapKeys = options.apiKeys
+  const apiKeys =
+    wrapKeys === undefined
+      ? MemoryApiKeyRepository
+      : Layer.effect(ApiKeyRepository, Effect.map(ApiKeyRepository, wrapKeys)).pipe(
+          Layer.provide(MemoryApiKeyRepository)
+        )
   const ports = Layer.mergeAll(
     MemoryWorkspaceRepository,
-    MemoryApiKeyRepository,
+    apiKeys,
     MemoryAccessInvalidation,
     MemoryUnitOfWork,
     limiter

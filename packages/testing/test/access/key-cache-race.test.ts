@@ -1,40 +1,18 @@
 import { describe, expect, it } from "@effect/vitest"
-import { AccessLive, ApiKeyRepository, Provisioning, ProvisioningLive } from "@intake/domain"
-import {
-  MemoryAccessInvalidation,
-  MemoryApiKeyRepository,
-  MemoryDatabase,
-  MemoryRateLimiter,
-  MemoryUnitOfWork,
-  MemoryWorkspaceRepository,
-  PlatformLive
-} from "@intake/memory"
-import { Deferred, Effect, Fiber, Layer, Ref } from "effect"
-import { authenticate, provisionApiKey } from "../../src/fixtures-access.js"
+import { Provisioning } from "@intake/domain"
+import { Deferred, Effect, Fiber, Ref } from "effect"
+import { accessTestLayer, authenticate, provisionApiKey } from "../../src/fixtures-access.js"
 
 /** Lets a test hold key lookups in flight: while the gate is set, findByHash waits on it after reading. */
 let gate: Deferred.Deferred<void> | null = null
 
-const GatedKeys = Layer.effect(
-  ApiKeyRepository,
-  Effect.map(ApiKeyRepository, (inner) => ({
+const layer = accessTestLayer({
+  apiKeys: (inner) => ({
     ...inner,
     findByHash: (hash: string) =>
       Effect.tap(inner.findByHash(hash), () => (gate === null ? Effect.void : Deferred.await(gate)))
-  }))
-).pipe(Layer.provide(MemoryApiKeyRepository))
-
-const layer = Layer.mergeAll(AccessLive, ProvisioningLive).pipe(
-  Layer.provideMerge(
-    Layer.mergeAll(
-      MemoryWorkspaceRepository,
-      GatedKeys,
-      MemoryAccessInvalidation,
-      MemoryUnitOfWork,
-      MemoryRateLimiter
-    ).pipe(Layer.provideMerge(MemoryDatabase.Default), Layer.merge(PlatformLive))
-  )
-)
+  })
+})
 
 describe("key cache", () => {
   it.effect(

@@ -1,42 +1,20 @@
 import { describe, expect, it } from "@effect/vitest"
-import { AccessLive, ApiKeyRepository, ProvisioningLive, StorageUnavailable } from "@intake/domain"
-import {
-  MemoryAccessInvalidation,
-  MemoryApiKeyRepository,
-  MemoryDatabase,
-  MemoryRateLimiter,
-  MemoryUnitOfWork,
-  MemoryWorkspaceRepository,
-  PlatformLive
-} from "@intake/memory"
-import { Effect, Layer } from "effect"
-import { authenticate, provisionApiKey } from "../../src/fixtures-access.js"
+import { StorageUnavailable } from "@intake/domain"
+import { Effect } from "effect"
+import { accessTestLayer, authenticate, provisionApiKey } from "../../src/fixtures-access.js"
 
 /** While `storeDown.keys` is set, key lookups fail as a database that went away does. */
 const storeDown = { keys: false }
 
-const FlakyKeys = Layer.effect(
-  ApiKeyRepository,
-  Effect.map(ApiKeyRepository, (inner) => ({
+const layer = accessTestLayer({
+  apiKeys: (inner) => ({
     ...inner,
     findByHash: (hash: string) =>
       storeDown.keys
         ? Effect.fail(new StorageUnavailable({ operation: "apiKeys.findByHash" }))
         : inner.findByHash(hash)
-  }))
-).pipe(Layer.provide(MemoryApiKeyRepository))
-
-const layer = Layer.mergeAll(AccessLive, ProvisioningLive).pipe(
-  Layer.provideMerge(
-    Layer.mergeAll(
-      MemoryWorkspaceRepository,
-      FlakyKeys,
-      MemoryAccessInvalidation,
-      MemoryUnitOfWork,
-      MemoryRateLimiter
-    ).pipe(Layer.provideMerge(MemoryDatabase.Default), Layer.merge(PlatformLive))
-  )
-)
+  })
+})
 
 describe("Access.authenticate while the store is down", () => {
   it.effect(
