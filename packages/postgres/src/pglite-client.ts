@@ -11,6 +11,7 @@
  * It is not put behind pglite-socket with a `pg` pool: under concurrency that mixes up
  * parameters and rows between connections, and LISTEN/NOTIFY does not work through it.
  */
+import { existsSync } from "node:fs"
 import * as Path from "node:path"
 import * as Reactivity from "@effect/experimental/Reactivity"
 import { SqlClient } from "@effect/sql"
@@ -146,13 +147,22 @@ export const makePgliteClient = (
 > =>
   Effect.gen(function* () {
     if (options.dataDir !== undefined) yield* lockDataDirectory(options.dataDir)
+    const pgdata = options.dataDir === undefined ? undefined : Path.join(options.dataDir, "pgdata")
+    const open = () =>
+      PGlite.create({
+        ...(pgdata === undefined ? {} : { dataDir: pgdata }),
+        parsers: { [types.INT8]: (value: string) => value }
+      })
     const db = yield* Effect.acquireRelease(
       Effect.tryPromise({
-        try: () =>
-          PGlite.create({
-            ...(options.dataDir === undefined ? {} : { dataDir: Path.join(options.dataDir, "pgdata") }),
-            parsers: { [types.INT8]: (value: string) => value }
-          }),
+        try: async () => {
+          // Creating the database (initdb) grows PGlite's WebAssembly memory to about twice
+          // what serving needs, and that memory never shrinks: a fresh instance over the
+          // files just made runs at half the RSS for the life of the process.
+          if (pgdata !== undefined && !existsSync(Path.join(pgdata, "PG_VERSION")))
+            await (await open()).close()
+          return open()
+        },
         catch: failed("PGlite: failed to open the database")
       }),
       (db) => Effect.promise(() => db.close().catch(() => undefined))
