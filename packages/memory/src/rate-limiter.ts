@@ -4,11 +4,11 @@
  * its bucket's window, an emptied bucket is deleted, and once per sweep interval buckets
  * nobody asked about since their window passed are deleted too.
  */
-import { type EpochMillis, RateLimiter, slideWindow } from "@intake/domain"
+import { type EpochMillis, RateLimiter, SlidingWindowLog } from "@intake/domain"
 import { Clock, Effect, Layer } from "effect"
 
 interface Bucket {
-  admitted: ReadonlyArray<EpochMillis>
+  readonly log: SlidingWindowLog
   windowMs: number
 }
 
@@ -23,7 +23,7 @@ export const makeMemoryRateLimiter = () => {
     if (now - lastSweep < SWEEP_INTERVAL_MS) return
     lastSweep = now
     for (const [name, bucket] of buckets) {
-      const newest = bucket.admitted[bucket.admitted.length - 1]
+      const newest = bucket.log.newest
       if (newest === undefined || newest <= now - bucket.windowMs) buckets.delete(name)
     }
   }
@@ -32,10 +32,13 @@ export const makeMemoryRateLimiter = () => {
     hit: (bucket, limit, windowMs) =>
       Effect.map(Clock.currentTimeMillis, (now) => {
         sweep(now)
-        const outcome = slideWindow(buckets.get(bucket)?.admitted ?? [], now, limit, windowMs)
-        if (outcome.admitted.length === 0) buckets.delete(bucket)
-        else buckets.set(bucket, { admitted: outcome.admitted, windowMs })
-        return outcome.decision
+        const found = buckets.get(bucket)
+        const entry = found ?? { log: new SlidingWindowLog(), windowMs }
+        entry.windowMs = windowMs
+        const decision = entry.log.hit(now, limit, windowMs)
+        if (entry.log.size === 0) buckets.delete(bucket)
+        else if (found === undefined) buckets.set(bucket, entry)
+        return decision
       })
   }
   return { limiter, bucketCount: () => buckets.size }

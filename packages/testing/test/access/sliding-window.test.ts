@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { slideWindow } from "@intake/domain"
+import { SlidingWindowLog, slideWindow } from "@intake/domain"
 import { FastCheck } from "effect"
 
 const W = 60_000
@@ -80,5 +80,36 @@ describe("sliding window log", () => {
         }
       )
     )
+  })
+
+  it("SlidingWindowLog decides exactly as slideWindow, the clock stepping back included", () => {
+    FastCheck.assert(
+      FastCheck.property(
+        FastCheck.integer({ min: 0, max: 8 }),
+        // Mostly forward, sometimes back (a wall clock corrected by NTP).
+        FastCheck.array(FastCheck.integer({ min: -5_000, max: 30_000 }), { minLength: 1, maxLength: 300 }),
+        (limit, steps) => {
+          const inPlace = new SlidingWindowLog()
+          let log: ReadonlyArray<number> = []
+          let now = T
+          for (const step of steps) {
+            now += step
+            const reference = slideWindow(log, now, limit, W)
+            log = reference.admitted
+            const decision = inPlace.hit(now, limit, W)
+            expect(decision).toEqual(reference.decision)
+            expect(inPlace.size).toBe(log.length)
+          }
+        }
+      )
+    )
+  })
+
+  it("SlidingWindowLog keeps only the live window however many requests passed", () => {
+    const inPlace = new SlidingWindowLog()
+    for (let i = 0; i < 100_000; i++) inPlace.hit(T + i * 10, 1_000_000, W)
+    // 60 s window, a hit every 10 ms: 6,000 live.
+    expect(inPlace.size).toBe(6_000)
+    expect(inPlace.newest).toBe(T + 99_999 * 10)
   })
 })
