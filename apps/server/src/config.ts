@@ -21,6 +21,8 @@ export interface ServerConfig {
   readonly keyCacheTtl: Duration.Duration
   /** LOG_LEVEL: debug, info (default), warning, error or none. */
   readonly logLevel: LogLevel.LogLevel
+  /** REQUEST_TIMEOUT: a request not answered by then answers 500 (default 30 s). */
+  readonly requestTimeout: Duration.Duration
 }
 
 /** `5s`, `30m`, `2h`, `5d`, `250ms`: a positive whole number and a unit (the domain's rule). */
@@ -31,7 +33,8 @@ const duration = (name: string, fallback: string) =>
   Config.string(name).pipe(
     Config.withDefault(fallback),
     Config.mapOrFail((text) =>
-      Either.mapLeft(parseDuration(text), (message) => ConfigError.InvalidData([], message))
+      // The path names the variable in the one line a bad value prints.
+      Either.mapLeft(parseDuration(text), (message) => ConfigError.InvalidData([name], message))
     )
   )
 
@@ -39,7 +42,7 @@ const schedule = Config.string("WEBHOOK_RETRY_SCHEDULE").pipe(
   Config.withDefault(RetrySchedule.DEFAULT_RETRY_SCHEDULE),
   Config.mapOrFail((text) =>
     Either.mapLeft(Either.all(text.split(",").map(parseDuration)), (message) =>
-      ConfigError.InvalidData([], message)
+      ConfigError.InvalidData(["WEBHOOK_RETRY_SCHEDULE"], message)
     )
   )
 )
@@ -62,7 +65,8 @@ export const serverConfig: Config.Config<ServerConfig> = Config.all({
   webhookRetrySchedule: schedule,
   webhookDisableAfter: duration("WEBHOOK_DISABLE_AFTER", "5d"),
   keyCacheTtl: duration("INTAKE_KEY_CACHE_TTL", "60s"),
-  logLevel: logLevelConfig
+  logLevel: logLevelConfig,
+  requestTimeout: duration("REQUEST_TIMEOUT", "30s")
 })
 
 /** One line naming the variable and what is wrong with it. */

@@ -31,9 +31,11 @@ const program = Effect.gen(function* () {
       webhookDisableAfterMs: Duration.toMillis(config.webhookDisableAfter)
     }
   )
-  const server = serverLayer({ port: config.port, adminToken: config.adminToken }).pipe(
-    Layer.provideMerge(services)
-  )
+  const server = serverLayer({
+    port: config.port,
+    adminToken: config.adminToken,
+    requestTimeout: config.requestTimeout
+  }).pipe(Layer.provideMerge(services))
   return yield* Effect.gen(function* () {
     const port = serverPort(yield* HttpServer.HttpServer)
     const baseUrl = `http://localhost:${port}`

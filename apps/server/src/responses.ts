@@ -5,7 +5,7 @@
 import { HttpServerResponse } from "@effect/platform"
 import type { ApiError, RateLimitDecision } from "@intake/domain"
 import { InternalError, isApiError, notFound, RateLimitExceeded } from "@intake/domain"
-import { Cause, Effect, Option } from "effect"
+import { Cause, Data, Effect, Option } from "effect"
 
 export const errorBody = (error: ApiError) => {
   const details = error.details
@@ -29,12 +29,30 @@ export const routeNotFound = () => errorResponse(notFound("route"))
 const internal = new InternalError({ message: "An unexpected error occurred." })
 
 /**
+ * A request that had not answered when its time (REQUEST_TIMEOUT) ran out: most likely a
+ * database that went silent, so it answers like any storage fault.
+ */
+export class DeadlineExceeded extends Data.TaggedError("DeadlineExceeded")<{
+  readonly requestId: string
+  readonly method: string
+  /** The matched route's pattern when the request got that far, never the raw path. */
+  readonly route: string | null
+  readonly timeoutMs: number
+}> {}
+
+/**
  * Any failure or defect to an answer. Catalog errors answer as themselves; anything else
- * (a storage fault, a defect) is logged with its cause and answers a sanitized 500.
+ * (a storage fault, a defect, a deadline exceeded) is logged and answers a sanitized 500.
  */
 export const causeToResponse = (cause: Cause.Cause<unknown>) => {
   const failure = Cause.failureOption(cause)
   if (Option.isSome(failure) && isApiError(failure.value)) return Effect.succeed(errorResponse(failure.value))
+  if (Option.isSome(failure) && failure.value instanceof DeadlineExceeded) {
+    const { requestId, method, route, timeoutMs } = failure.value
+    // Ids only: what the request carried (its key, its body) stays out of the log.
+    const line = { message: "request exceeded its deadline", requestId, method, route, timeoutMs }
+    return Effect.as(Effect.logError(line), errorResponse(internal))
+  }
   return Effect.as(Effect.logError("request failed", cause), errorResponse(internal))
 }
 

@@ -41,6 +41,8 @@ export interface RuntimeOptions {
   readonly dispatcher?: false | { readonly concurrency?: number; readonly pollIntervalMs?: number }
   /** How often the database is pinged to log its changes (DatabaseState); 5 s when omitted. */
   readonly databaseWatchInterval?: Duration.DurationInput
+  /** On PostgreSQL: the longest wait for a statement's answer; the adapter's 30 s when omitted. */
+  readonly databaseQueryTimeout?: Duration.DurationInput
 }
 
 /**
@@ -138,7 +140,15 @@ export const DATABASE_CONNECT_TIMEOUT = Duration.seconds(5)
 
 /** On a PostgreSQL server; builds after the pending migrations are applied. */
 export const postgresRuntime = (url: Redacted.Redacted, options: RuntimeOptions) =>
-  onSql(PostgresPortsLive({ url, connectTimeout: DATABASE_CONNECT_TIMEOUT }), "PostgreSQL", options)
+  onSql(
+    PostgresPortsLive({
+      url,
+      connectTimeout: DATABASE_CONNECT_TIMEOUT,
+      ...(options.databaseQueryTimeout === undefined ? {} : { queryTimeout: options.databaseQueryTimeout })
+    }),
+    "PostgreSQL",
+    options
+  )
 
 /** On PGlite with its files under `dataDir`, which it locks; builds after the migrations. */
 export const pgliteRuntime = (dataDir: string, options: RuntimeOptions) =>

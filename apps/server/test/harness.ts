@@ -1,13 +1,16 @@
 /** Starts the real server on a free port over the given services; tests talk to it over a socket. */
 import { HttpServer } from "@effect/platform"
-import { Context, Effect, Layer, Option, Redacted } from "effect"
+import { Context, type Duration, Effect, Layer, Option, Redacted } from "effect"
 import { serverLayer, serverPort } from "../src/server.js"
 
 export const ADMIN_TOKEN = "test-admin-token-0123456789"
 
 export class BaseUrl extends Context.Tag("test/BaseUrl")<BaseUrl, string>() {}
 
-export const testServer = <E, R>(services: Layer.Layer<R, E>, options: { readonly admin?: boolean } = {}) =>
+export const testServer = <E, R>(
+  services: Layer.Layer<R, E>,
+  options: { readonly admin?: boolean; readonly requestTimeout?: Duration.DurationInput } = {}
+) =>
   Layer.effect(
     BaseUrl,
     Effect.map(HttpServer.HttpServer, (server) => `http://127.0.0.1:${serverPort(server)}`)
@@ -16,7 +19,8 @@ export const testServer = <E, R>(services: Layer.Layer<R, E>, options: { readonl
       serverLayer({
         port: 0,
         host: "127.0.0.1",
-        adminToken: options.admin === false ? Option.none() : Option.some(Redacted.make(ADMIN_TOKEN))
+        adminToken: options.admin === false ? Option.none() : Option.some(Redacted.make(ADMIN_TOKEN)),
+        ...(options.requestTimeout === undefined ? {} : { requestTimeout: options.requestTimeout })
       })
     ),
     Layer.provide(services)

@@ -45,24 +45,34 @@ const PASSWORD = "outage-test-password"
 /** Short, so that the watcher notices within the test's bounds. */
 const WATCH_INTERVAL = Duration.millis(300)
 
-/** The server on a fresh database whose DATABASE_URL points at the proxy. */
-const serverBehindProxy = Layer.unwrapScoped(
-  Effect.gen(function* () {
-    const upstream = new URL(testServerUrl())
-    const proxy = yield* tcpProxy({ host: upstream.hostname, port: Number(upstream.port || 5432) })
-    const database = yield* freshDatabaseUrl()
-    const viaProxy = new URL(database.url)
-    viaProxy.hostname = "127.0.0.1"
-    viaProxy.port = String(proxy.port)
-    if (viaProxy.password === "" && process.env.PGPASSWORD === undefined) viaProxy.password = PASSWORD
-    const runtime = postgresRuntime(Redacted.make(viaProxy.toString()), {
-      webhookAllowPrivateNetworks: false,
-      databaseWatchInterval: WATCH_INTERVAL
+/**
+ * The server on a fresh database whose DATABASE_URL points at the proxy; with a request
+ * timeout and a bound on each statement's answer when given.
+ */
+const serverBehindProxy = (
+  timeouts: { readonly request?: Duration.Duration; readonly query?: Duration.Duration } = {}
+) =>
+  Layer.unwrapScoped(
+    Effect.gen(function* () {
+      const upstream = new URL(testServerUrl())
+      const proxy = yield* tcpProxy({ host: upstream.hostname, port: Number(upstream.port || 5432) })
+      const database = yield* freshDatabaseUrl()
+      const viaProxy = new URL(database.url)
+      viaProxy.hostname = "127.0.0.1"
+      viaProxy.port = String(proxy.port)
+      if (viaProxy.password === "" && process.env.PGPASSWORD === undefined) viaProxy.password = PASSWORD
+      const runtime = postgresRuntime(Redacted.make(viaProxy.toString()), {
+        webhookAllowPrivateNetworks: false,
+        databaseWatchInterval: WATCH_INTERVAL,
+        ...(timeouts.query === undefined ? {} : { databaseQueryTimeout: timeouts.query })
+      })
+      const server = testServer(runtime, {
+        admin: true,
+        ...(timeouts.request === undefined ? {} : { requestTimeout: timeouts.request })
+      }).pipe(Layer.provide(capturedLogs))
+      return Layer.merge(server, Layer.succeed(DatabaseProxy, proxy))
     })
-    const server = testServer(runtime, { admin: true }).pipe(Layer.provide(capturedLogs))
-    return Layer.merge(server, Layer.succeed(DatabaseProxy, proxy))
-  })
-)
+  )
 
 /** Longer than any answer may take, database or not. */
 const ANSWER_BOUND = Duration.seconds(10)
@@ -110,6 +120,18 @@ const recovered = (baseUrl: string, path: string, key: string | undefined, withi
 
 const RECOVERY_BOUND = Duration.seconds(15)
 
+/** The request timeout of the server whose connections freeze. */
+const REQUEST_TIMEOUT = Duration.seconds(2)
+
+/**
+ * Past the deadline, so that the deadline is what answers a request; it frees what cannot
+ * be interrupted (a transaction's BEGIN, the dispatcher's claim) and the test's teardown.
+ */
+const QUERY_TIMEOUT = Duration.seconds(4)
+
+/** An answer cut at the deadline comes by then, give or take a busy machine. */
+const DEADLINE_BOUND = Duration.sum(REQUEST_TIMEOUT, Duration.seconds(2))
+
 /**
  * Waits for the server's database log lines since `from` to be `states` (e.g. ["down"]);
  * fails with the lines it saw after `within`.
@@ -144,7 +166,7 @@ const expectOutageLogged = (logged: ReadonlyArray<unknown>) => {
 const describeOutage = postgresAvailable ? describe : (describe.skip as typeof describe)
 
 describeOutage("the database goes away and comes back", () => {
-  layer(serverBehindProxy, { excludeTestServices: true, timeout: Duration.seconds(30) })(
+  layer(serverBehindProxy(), { excludeTestServices: true, timeout: Duration.seconds(30) })(
     "server on PostgreSQL behind a proxy",
     (it) => {
       it.effect(
@@ -272,4 +294,86 @@ describeOutage("the database goes away and comes back", () => {
       )
     }
   )
+
+  layer(serverBehindProxy({ request: REQUEST_TIMEOUT, query: QUERY_TIMEOUT }), {
+    excludeTestServices: true,
+    timeout: Duration.seconds(30)
+  })(`server on PostgreSQL behind a proxy, REQUEST_TIMEOUT=${Duration.format(REQUEST_TIMEOUT)}`, (it) => {
+    it.effect(
+      "established connections go silent: every answer a sanitized 500 by the deadline; the server drops them and answers 200 again without a restart",
+      () =>
+        Effect.gen(function* () {
+          const baseUrl = yield* BaseUrl
+          const proxy = yield* DatabaseProxy
+          const tenant = yield* provision(baseUrl)
+          const submissions = `/v1/intake-bots/${tenant.botId}/submissions`
+          // Several pooled connections, open and idle: the ones the freeze catches.
+          yield* Effect.forEach(
+            Array.from({ length: 6 }),
+            () => answered(baseUrl, "GET", submissions, { key: tenant.key }),
+            { concurrency: "unbounded" }
+          )
+          expect(proxy.frozenOpen()).toBe(0)
+
+          proxy.cut("freeze")
+          const requests = Array.from({ length: 8 }, (_, i) =>
+            i % 4 === 0
+              ? answered(baseUrl, "POST", submissions, {
+                  key: tenant.key,
+                  body: { data: { name: "Ada", email: `frozen${i}@example.com` } }
+                })
+              : answered(baseUrl, "GET", i % 2 === 0 ? "/v1/intake-bots" : submissions, { key: tenant.key })
+          )
+          const timedAnswers = yield* Effect.forEach(requests, (request) => Effect.timed(request), {
+            concurrency: "unbounded"
+          })
+          expect(proxy.frozenOpen()).toBeGreaterThan(0)
+          for (const [elapsed, answer] of timedAnswers) {
+            expectSanitized500(answer)
+            expect(Duration.toMillis(elapsed)).toBeLessThan(Duration.toMillis(DEADLINE_BOUND))
+          }
+          // The deadline is what answered: logged once per request, with its id and route.
+          const exceeded = lines
+            .map((line) => JSON.parse(line))
+            .filter((line) => line.message === "request exceeded its deadline")
+          for (const [, answer] of timedAnswers) {
+            expect(exceeded.filter((line) => line.requestId === answer.headers.get("x-request-id"))).toEqual([
+              expect.objectContaining({ level: "error", route: expect.stringMatching(/^\/v1\//) })
+            ])
+          }
+
+          // New connections work again; the frozen ones stay frozen for good.
+          proxy.resume()
+          yield* recovered(baseUrl, submissions, tenant.key, RECOVERY_BOUND)
+          // No frozen connection is left in the pool: nothing waits for a deadline any more.
+          const after = yield* Effect.forEach(
+            Array.from({ length: 10 }),
+            () => Effect.timed(answered(baseUrl, "GET", submissions, { key: tenant.key })),
+            { concurrency: "unbounded" }
+          )
+          for (const [elapsed, answer] of after) {
+            dataOf(answer)
+            expect(Duration.toMillis(elapsed)).toBeLessThan(Duration.toMillis(REQUEST_TIMEOUT))
+          }
+          dataOf(
+            yield* answered(baseUrl, "POST", submissions, {
+              key: tenant.key,
+              body: { data: { name: "Ada", email: "thawed@example.com" } }
+            }),
+            201
+          )
+          dataOf(yield* answered(baseUrl, "GET", "/readyz", {}))
+          // The server closed every pooled connection that went silent. One stays open: the
+          // LISTEN connection of the delivery wake-ups waits for no answer (TCP keepalive ends
+          // it on a real network; behind this proxy the probes are answered).
+          yield* Effect.sleep(Duration.millis(100)).pipe(
+            Effect.repeat({ until: () => proxy.frozenOpen() <= 1 }),
+            Effect.timeoutFail({
+              duration: RECOVERY_BOUND,
+              onTimeout: () => new Error(`${proxy.frozenOpen()} frozen connections still open`)
+            })
+          )
+        })
+    )
+  })
 })

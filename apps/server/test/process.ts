@@ -33,6 +33,7 @@ const environment = (extra: Record<string, string>) => {
     "REDIS_KEY_PREFIX",
     "INTAKE_ADMIN_TOKEN",
     "INTAKE_KEY_CACHE_TTL",
+    "REQUEST_TIMEOUT",
     "PORT"
   ]
   for (const [name, value] of Object.entries(process.env)) {

@@ -89,15 +89,20 @@ it.live(
   60_000
 )
 
-it.live(
-  "refuses a bad PORT with one line naming it and a non-zero exit code",
-  () =>
+it.live.each<readonly [string, string]>([
+  ["PORT", "abc"],
+  ["REQUEST_TIMEOUT", "0s"],
+  ["INTAKE_KEY_CACHE_TTL", "soon"],
+  ["WEBHOOK_RETRY_SCHEDULE", "5s,never"]
+])(
+  "refuses a bad %s with one line naming it and a non-zero exit code",
+  ([name, value]) =>
     Effect.gen(function* () {
-      const child = yield* start({ PORT: "abc" })
+      const child = yield* start({ [name]: value })
       const result = yield* output(child, /$^/)
       expect(result.code).not.toBe(0)
       expect(result.stderr.trim().split("\n")).toHaveLength(1)
-      expect(result.stderr).toMatch(/PORT/)
+      expect(result.stderr).toMatch(new RegExp(`^Invalid configuration: ${name}: `))
       expect(result.stdout).not.toMatch(/svc_live_/)
     }).pipe(Effect.scoped),
   60_000

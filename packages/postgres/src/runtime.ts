@@ -14,10 +14,11 @@ import {
   NodeAddressResolver,
   PlatformLive
 } from "@intake/memory"
-import { Layer } from "effect"
+import { Effect, Layer } from "effect"
 import { PgApiKeyRepository, PgWorkspaceRepository } from "./access.js"
 import { PgDeliveryRepository, PgDeliveryWakeups } from "./deliveries.js"
 import { runMigrations } from "./migrator.js"
+import { layerPostgres, type PostgresConfig } from "./pg-pool.js"
 import { layerPglite } from "./pglite-client.js"
 import { IdempotencyPurgeLive } from "./purge.js"
 import { PgSubmissionPortsLive } from "./submissions.js"
@@ -44,8 +45,8 @@ export const migrated = <E>(client: Layer.Layer<PgClient.PgClient | SqlClient.Sq
 /** What a database layer provides: `PgClient` (pg or PGlite) and the same client as `SqlClient`. */
 export type SqlDatabase = PgClient.PgClient | SqlClient.SqlClient
 
-/** Every port over a database client layer (migrated when built). */
-export const pgPortsOn = <E>(database: Layer.Layer<PgClient.PgClient | SqlClient.SqlClient, E>) => {
+/** Every port over a database client layer, as it is. */
+const portsOver = <E>(database: Layer.Layer<PgClient.PgClient | SqlClient.SqlClient, E>) => {
   const repositories = Layer.mergeAll(
     PgRepositoriesLive,
     MemoryRateLimiter,
@@ -56,12 +57,39 @@ export const pgPortsOn = <E>(database: Layer.Layer<PgClient.PgClient | SqlClient
   )
   return Layer.merge(repositories, IdempotencyPurgeLive().pipe(Layer.provide(PgWebhookPortsLive))).pipe(
     Layer.provideMerge(PlatformLive),
-    Layer.provideMerge(migrated(database))
+    Layer.provideMerge(database)
   )
 }
 
-/** Every port on a PostgreSQL server (e.g. `{ url: Redacted.make(DATABASE_URL) }`). */
-export const PostgresPortsLive = (config: PgClient.PgClientConfig) => pgPortsOn(PgClient.layer(config))
+/** Every port over a database client layer (migrated when built). */
+export const pgPortsOn = <E>(database: Layer.Layer<PgClient.PgClient | SqlClient.SqlClient, E>) =>
+  portsOver(migrated(database))
+
+/**
+ * Runs the pending migrations on a client of their own, closed when they are done: they
+ * may wait for another instance's (the advisory lock) and a migration may take long, so
+ * the query timeout of the ports' pool does not apply to them.
+ */
+const migratedFirst = (config: PostgresConfig) =>
+  Layer.effectDiscard(
+    Effect.scoped(
+      Effect.provide(
+        runMigrations(),
+        PgClient.layer({
+          url: config.url,
+          maxConnections: 1,
+          ...(config.connectTimeout === undefined ? {} : { connectTimeout: config.connectTimeout })
+        })
+      )
+    )
+  )
+
+/**
+ * Every port on a PostgreSQL server (e.g. `{ url: Redacted.make(DATABASE_URL) }`), on the
+ * pool of pg-pool.ts, after the pending migrations.
+ */
+export const PostgresPortsLive = (config: PostgresConfig) =>
+  portsOver(layerPostgres(config).pipe(Layer.provide(migratedFirst(config))))
 
 /** Every port on PGlite with its files under `dataDir` (created if missing, locked while in use). */
 export const PglitePortsLive = (dataDir: string) => pgPortsOn(layerPglite({ dataDir }))

@@ -9,6 +9,7 @@ import * as Reactivity from "@effect/experimental/Reactivity"
 import type { SqlClient } from "@effect/sql"
 import * as PgClient from "@effect/sql-pg/PgClient"
 import { Duration, Effect, Either, Layer, Redacted } from "effect"
+import { layerPostgres, type PostgresConfig } from "./pg-pool.js"
 import { migrated } from "./runtime.js"
 
 export const testServerUrl = (): string =>
@@ -51,13 +52,16 @@ export const freshDatabaseUrl = (url: string = testServerUrl()) =>
       Effect.orDie(withAdmin(url, (sql) => sql.unsafe(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)))
   )
 
-/** PgClient and SqlClient on a fresh, migrated database, dropped when the layer is released. */
+/**
+ * PgClient and SqlClient on a fresh, migrated database, dropped when the layer is
+ * released; on the pool production uses.
+ */
 export const PostgresTestDatabase = (
   url: string = testServerUrl(),
-  config: Omit<PgClient.PgClientConfig, "url"> = {}
+  config: Omit<PostgresConfig, "url"> = {}
 ): Layer.Layer<PgClient.PgClient | SqlClient.SqlClient, unknown> =>
   Layer.unwrapScoped(
     Effect.map(freshDatabaseUrl(url), (database) =>
-      migrated(PgClient.layer({ ...config, url: Redacted.make(database.url) }))
+      migrated(layerPostgres({ ...config, url: Redacted.make(database.url) }))
     )
   )

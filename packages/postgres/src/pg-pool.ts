@@ -1,0 +1,120 @@
+/**
+ * The PostgreSQL client of the ports: @effect/sql-pg over a `pg` pool built here, so that
+ * a connection whose network went silent (packets swallowed, nothing closed) leaves the
+ * pool instead of hanging every statement that lands on it next.
+ *
+ * - `query_timeout`: pg gives up waiting for a statement's answer after `queryTimeout`.
+ * - A connection released while a statement on it still waits for its answer (one given
+ *   up by `query_timeout`, or interrupted, e.g. by a request's deadline) is destroyed,
+ *   not put back: the next statement would queue behind the unanswered one. The pool
+ *   opens a fresh connection in its place.
+ * - TCP keepalive, so that the kernel notices a peer gone away from an idle connection.
+ */
+
+import { SqlError } from "@effect/sql/SqlError"
+import * as PgClient from "@effect/sql-pg/PgClient"
+import { Duration, Effect, Redacted } from "effect"
+import { Pool, type PoolClient } from "pg"
+
+export interface PostgresConfig {
+  readonly url: Redacted.Redacted
+  /** How long to wait for a connection (a new one, or a turn on a busy one); unbounded when omitted. */
+  readonly connectTimeout?: Duration.DurationInput
+  /** Longest wait for a statement's answer; DEFAULT_QUERY_TIMEOUT when omitted. */
+  readonly queryTimeout?: Duration.DurationInput
+  readonly maxConnections?: number
+}
+
+/**
+ * Longer than any statement Intake runs outside its migrations (which run on a client of
+ * their own, without it): past it, the database is not slow but unreachable.
+ */
+export const DEFAULT_QUERY_TIMEOUT = Duration.seconds(30)
+
+/** When the kernel starts probing an idle connection (libuv then probes every second, ten times). */
+const KEEPALIVE_DELAY_MS = 10_000
+
+/** The error a connection is released with when it still waits for an answer: the pool drops it. */
+const abandoned = new Error("released while a statement still waits for its answer")
+
+/**
+ * pg sets `readyForQuery` false when it sends a statement and true when the server says
+ * it is done with it (not in @types/pg, but pg's own state since its first versions).
+ */
+const awaitsAnswer = (client: PoolClient) =>
+  (client as unknown as { readonly readyForQuery?: boolean }).readyForQuery === false
+
+/** `release()` without an error puts a connection back; with one, the pool destroys it. */
+const guarded = (client: PoolClient) => {
+  const release = client.release
+  client.release = (error) => release(error || (awaitsAnswer(client) ? abandoned : undefined))
+  return client
+}
+
+type Checkout = (
+  error: Error | undefined,
+  client: PoolClient | undefined,
+  done: PoolClient["release"]
+) => void
+
+/**
+ * A pool whose connections are guarded on every checkout. @effect/sql-pg and `pool.query`
+ * check out with the callback form; the promise form is guarded alike.
+ */
+class GuardedPool extends Pool {
+  override connect(): Promise<PoolClient>
+  override connect(callback: Checkout): void
+  override connect(callback?: Checkout): Promise<PoolClient> | undefined {
+    if (callback === undefined) return super.connect().then(guarded)
+    super.connect((error, client, done) =>
+      client === undefined ? callback(error, client, done) : callback(error, guarded(client), client.release)
+    )
+    return undefined
+  }
+}
+
+const makePool = (config: PostgresConfig) => {
+  const pool = new GuardedPool({
+    connectionString: Redacted.value(config.url),
+    application_name: "@effect/sql-pg",
+    ...(config.connectTimeout === undefined
+      ? {}
+      : { connectionTimeoutMillis: Duration.toMillis(config.connectTimeout) }),
+    ...(config.maxConnections === undefined ? {} : { max: config.maxConnections }),
+    query_timeout: Duration.toMillis(config.queryTimeout ?? DEFAULT_QUERY_TIMEOUT),
+    keepAlive: true,
+    keepAliveInitialDelayMillis: KEEPALIVE_DELAY_MS
+  })
+  // An idle connection's error is the pool's to handle (it drops the connection); unheard, it would crash the process.
+  pool.on("error", () => {})
+  return pool
+}
+
+/**
+ * PgClient and SqlClient on a guarded pool, as `PgClient.layer` would build them: the
+ * layer fails when the database does not answer `SELECT 1` within the connect timeout
+ * (5 s when unbounded otherwise).
+ */
+export const layerPostgres = (config: PostgresConfig) =>
+  PgClient.layerFromPool({
+    acquire: Effect.gen(function* () {
+      const pool = yield* Effect.acquireRelease(
+        Effect.sync(() => makePool(config)),
+        (pool) => Effect.promise(() => pool.end()).pipe(Effect.interruptible, Effect.timeoutOption(1000))
+      )
+      yield* Effect.tryPromise({
+        try: () => pool.query("SELECT 1"),
+        catch: (cause) => new SqlError({ cause, message: "PgClient: Failed to connect" })
+      }).pipe(
+        Effect.timeoutFail({
+          duration: config.connectTimeout ?? Duration.seconds(5),
+          onTimeout: () =>
+            new SqlError({
+              cause: new Error("Connection timed out"),
+              message: "PgClient: Connection timed out"
+            })
+        })
+      )
+      return pool
+    })
+  })
