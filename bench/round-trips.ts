@@ -71,9 +71,8 @@ http.Server.prototype.emit = function (this: http.Server, event: string | symbol
 const root = join(import.meta.dirname, "..")
 const requireFrom = (packageDir: string) => createRequire(join(root, packageDir, "package.json"))
 
-const pgRequire = createRequire(requireFrom("packages/postgres").resolve("@effect/sql-pg"))
 type Method = (...args: Array<unknown>) => unknown
-const pg = pgRequire("pg") as {
+const pg = requireFrom("packages/postgres")("pg") as {
   Client: { prototype: { query: Method } }
   Pool: { prototype: { connect: Method } }
 }
