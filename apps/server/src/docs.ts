@@ -21,7 +21,15 @@ const scalarVersion = (
 // The version in the URL lets browsers keep the script for a year and still fetch a new one after an upgrade.
 const scriptUrl = `${SCALAR_SCRIPT_PATH}?v=${encodeURIComponent(scalarVersion)}`
 
-// withDefaultFonts: false, else the page asks Scalar's font host for its fonts.
+// Nothing that needs Scalar's servers: no web fonts from its font host, no AI agent, no MCP
+// generator, no developer toolbar (its Share and Deploy go to Scalar's cloud).
+const configuration = JSON.stringify({
+  withDefaultFonts: false,
+  showDeveloperTools: "never",
+  agent: { disabled: true },
+  mcp: { disabled: true }
+})
+
 const DOCS_HTML = `<!doctype html>
 <html>
   <head>
@@ -30,7 +38,7 @@ const DOCS_HTML = `<!doctype html>
     <meta name="viewport" content="width=device-width, initial-scale=1" />
   </head>
   <body>
-    <script id="api-reference" data-url="/openapi.json" data-configuration='{"withDefaultFonts":false}'></script>
+    <script id="api-reference" data-url="/openapi.json" data-configuration='${configuration}'></script>
     <script src="${scriptUrl}"></script>
   </body>
 </html>
