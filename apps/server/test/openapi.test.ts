@@ -134,4 +134,15 @@ describe("the OpenAPI document of v1", () => {
       $ref: "#/components/schemas/Submission"
     })
   })
+
+  it("names the server relative to the document, so examples carry the host it is served from", () => {
+    expect(document.servers).toEqual([{ url: "/", description: expect.any(String) }])
+  })
+
+  it("types limit as the integer a client sends, 1 to 100", () => {
+    const list = document.paths["/v1/intake-bots/{id}/submissions"].get
+    const limit = list.parameters.find((parameter: Json) => parameter.name === "limit")
+    const schema = limit.schema.$ref === undefined ? limit.schema : document.components.schemas.Limit
+    expect(schema).toMatchObject({ type: "integer", minimum: 1, maximum: 100, default: 50 })
+  })
 })

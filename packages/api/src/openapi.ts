@@ -210,6 +210,9 @@ const build = (): Json => {
   const document: Json = structuredClone(OpenApi.fromApi(IntakeApi))
   document.info.description =
     "Intake API v1. Every answer is an envelope: `{ success: true, data }` or `{ success: false, error: { code, message, details } }`. Authenticate with `Authorization: Bearer svc_live_…`."
+  // Relative: the paths are on the host that served this document, wherever it is deployed,
+  // so the docs page's examples and "send request" carry the host.
+  document.servers = [{ url: "/", description: "The server that serves this document" }]
   const schemas: Record<string, Json> = document.components.schemas
   for (const name of [
     ...UNUSED_SCHEMAS,

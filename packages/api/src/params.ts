@@ -43,7 +43,18 @@ export const LimitParam = Schema.transformOrFail(Schema.String, Schema.Number, {
       : ParseResult.fail(new ParseResult.Type(ast, text, "must be an integer from 1 to 100"))
   },
   encode: (value) => ParseResult.succeed(String(value))
-}).annotations({ identifier: "Limit", description: "page size, 1 to 100 (default 50)" })
+}).annotations({
+  identifier: "Limit",
+  description: "page size, 1 to 100 (default 50)",
+  // The document describes the value a client sends (digits), not the string it travels as.
+  jsonSchema: {
+    type: "integer",
+    minimum: 1,
+    maximum: 100,
+    default: 50,
+    description: "page size, 1 to 100 (default 50)"
+  }
+})
 
 const ISO_DATE_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?(?:Z|[+-]\d{2}:\d{2})$/
 
