@@ -20,7 +20,7 @@ import {
 } from "@intake/postgres"
 import { RedisConnection, RedisLive } from "@intake/redis"
 import { deliveryEngine, dispatcherLayer, watchDatabase } from "@intake/worker"
-import { Duration, Effect, Layer, Option, Redacted } from "effect"
+import { type Duration, Effect, Layer, Option, Redacted } from "effect"
 import { StoreStatus } from "./database.js"
 import { Readiness, readinessOf } from "./readiness.js"
 
@@ -131,19 +131,11 @@ export const sqlRuntime = <E>(
   options: RuntimeOptions
 ) => onSql(pgPortsOn(database), description, options)
 
-/**
- * How long a request waits for a pool connection (a new one, or a turn for a busy one).
- * Without a bound, a database that stops answering (a host gone, packets dropped) holds
- * every request open; with it they answer 500 and /readyz 503 until it returns.
- */
-export const DATABASE_CONNECT_TIMEOUT = Duration.seconds(5)
-
 /** On a PostgreSQL server; builds after the pending migrations are applied. */
 export const postgresRuntime = (url: Redacted.Redacted, options: RuntimeOptions) =>
   onSql(
     PostgresPortsLive({
       url,
-      connectTimeout: DATABASE_CONNECT_TIMEOUT,
       ...(options.databaseQueryTimeout === undefined ? {} : { queryTimeout: options.databaseQueryTimeout })
     }),
     "PostgreSQL",

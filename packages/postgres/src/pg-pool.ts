@@ -18,12 +18,19 @@ import { Pool, type PoolClient } from "pg"
 
 export interface PostgresConfig {
   readonly url: Redacted.Redacted
-  /** How long to wait for a connection (a new one, or a turn on a busy one); unbounded when omitted. */
+  /** How long to wait for a connection (a new one, or a turn on a busy one); DEFAULT_CONNECT_TIMEOUT when omitted. */
   readonly connectTimeout?: Duration.DurationInput
   /** Longest wait for a statement's answer; DEFAULT_QUERY_TIMEOUT when omitted. */
   readonly queryTimeout?: Duration.DurationInput
   readonly maxConnections?: number
 }
+
+/**
+ * How long a statement waits for a pool connection (a new one, or a turn for a busy one).
+ * Without a bound, a database that stops answering (a host gone, packets dropped) holds
+ * every request open; with it they answer 500 and /readyz 503 until it returns.
+ */
+export const DEFAULT_CONNECT_TIMEOUT = Duration.seconds(5)
 
 /**
  * Longer than any statement Intake runs outside its migrations (which run on a client of
@@ -77,9 +84,7 @@ const makePool = (config: PostgresConfig) => {
   const pool = new GuardedPool({
     connectionString: Redacted.value(config.url),
     application_name: "@effect/sql-pg",
-    ...(config.connectTimeout === undefined
-      ? {}
-      : { connectionTimeoutMillis: Duration.toMillis(config.connectTimeout) }),
+    connectionTimeoutMillis: Duration.toMillis(config.connectTimeout ?? DEFAULT_CONNECT_TIMEOUT),
     ...(config.maxConnections === undefined ? {} : { max: config.maxConnections }),
     query_timeout: Duration.toMillis(config.queryTimeout ?? DEFAULT_QUERY_TIMEOUT),
     keepAlive: true,
@@ -92,8 +97,7 @@ const makePool = (config: PostgresConfig) => {
 
 /**
  * PgClient and SqlClient on a guarded pool, as `PgClient.layer` would build them: the
- * layer fails when the database does not answer `SELECT 1` within the connect timeout
- * (5 s when unbounded otherwise).
+ * layer fails when the database does not answer `SELECT 1` within the connect timeout.
  */
 export const layerPostgres = (config: PostgresConfig) =>
   PgClient.layerFromPool({
@@ -107,7 +111,7 @@ export const layerPostgres = (config: PostgresConfig) =>
         catch: (cause) => new SqlError({ cause, message: "PgClient: Failed to connect" })
       }).pipe(
         Effect.timeoutFail({
-          duration: config.connectTimeout ?? Duration.seconds(5),
+          duration: config.connectTimeout ?? DEFAULT_CONNECT_TIMEOUT,
           onTimeout: () =>
             new SqlError({
               cause: new Error("Connection timed out"),

@@ -18,7 +18,7 @@ import { Effect, Layer } from "effect"
 import { PgApiKeyRepository, PgWorkspaceRepository } from "./access.js"
 import { PgDeliveryRepository, PgDeliveryWakeups } from "./deliveries.js"
 import { runMigrations } from "./migrator.js"
-import { layerPostgres, type PostgresConfig } from "./pg-pool.js"
+import { DEFAULT_CONNECT_TIMEOUT, layerPostgres, type PostgresConfig } from "./pg-pool.js"
 import { layerPglite } from "./pglite-client.js"
 import { IdempotencyPurgeLive } from "./purge.js"
 import { PgSubmissionPortsLive } from "./submissions.js"
@@ -78,7 +78,7 @@ const migratedFirst = (config: PostgresConfig) =>
         PgClient.layer({
           url: config.url,
           maxConnections: 1,
-          ...(config.connectTimeout === undefined ? {} : { connectTimeout: config.connectTimeout })
+          connectTimeout: config.connectTimeout ?? DEFAULT_CONNECT_TIMEOUT
         })
       )
     )
