@@ -145,16 +145,30 @@ export const PgIdempotencyStore = Layer.effect(
             ON CONFLICT (api_key_id, key) DO UPDATE SET fingerprint = EXCLUDED.fingerprint, response = EXCLUDED.response,
               created_at = EXCLUDED.created_at, expires_at = EXCLUDED.expires_at`)
         ),
+      // In batches, each its own statement: a backlog of millions stays within the pool's
+      // query timeout and never holds one long lock on the table.
       purgeExpired: (now) =>
         stored("idempotency.purgeExpired")(
-          Effect.map(
-            sql<Row>`WITH purged AS (DELETE FROM idempotency_records WHERE expires_at <= ${toDate(now)} RETURNING 1)
-              SELECT count(*) AS purged FROM purged`,
-            (rows) => toNumber(rows[0]?.purged ?? 0)
-          )
+          Effect.gen(function* () {
+            let total = 0
+            for (;;) {
+              const rows = yield* sql<Row>`WITH purged AS (
+                  DELETE FROM idempotency_records WHERE (api_key_id, key) IN (
+                    SELECT api_key_id, key FROM idempotency_records
+                    WHERE expires_at <= ${toDate(now)} LIMIT ${PURGE_BATCH}
+                  ) RETURNING 1
+                ) SELECT count(*) AS purged FROM purged`
+              const purged = toNumber(rows[0]?.purged ?? 0)
+              total += purged
+              if (purged < PURGE_BATCH) return total
+            }
+          })
         )
     })
   )
 )
+
+/** Expired idempotency records deleted per statement by purgeExpired. */
+export const PURGE_BATCH = 5_000
 
 export const PgWebhookPortsLive = Layer.mergeAll(PgWebhookRepository, PgIdempotencyStore)
