@@ -68,8 +68,7 @@ export const migrations: ReadonlyArray<Migration> = [
         created_at timestamptz(3) NOT NULL,
         updated_at timestamptz(3) NOT NULL
       )`,
-      // Serves the list (a bot's submissions, newest first, within a created range) and
-      // the submission_count of the bots list (an index count per bot).
+      // Serves the list (a bot's submissions, newest first, within a created range).
       `CREATE INDEX submissions_list ON submissions (intake_bot_id, created_at DESC, id DESC)`,
       `CREATE INDEX submissions_workspace ON submissions (workspace_id)`,
       `CREATE TABLE messages (
@@ -166,6 +165,30 @@ export const migrations: ReadonlyArray<Migration> = [
       `CREATE INDEX deliveries_event ON deliveries (webhook_id, event_id)`,
       // The queue: only pending rows, earliest due first.
       `CREATE INDEX deliveries_due ON deliveries (due_at, id) WHERE due_at IS NOT NULL`
+    ]
+  },
+  {
+    id: 3,
+    name: "bot submission counts",
+    statements: [
+      // The bots list read each bot's count from the submissions index, a scan as long as the
+      // bot is large; a counter kept by a trigger costs one row update per insert or delete.
+      `ALTER TABLE intake_bots ADD COLUMN submission_count bigint NOT NULL DEFAULT 0`,
+      `CREATE FUNCTION intake_bots_count_submissions() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+          IF TG_OP = 'INSERT' THEN
+            UPDATE intake_bots SET submission_count = submission_count + 1 WHERE id = NEW.intake_bot_id;
+          ELSE
+            UPDATE intake_bots SET submission_count = submission_count - 1 WHERE id = OLD.intake_bot_id;
+          END IF;
+          RETURN NULL;
+        END
+      $$`,
+      // The trigger before the count: creating it locks out writers to submissions until this
+      // migration commits, so no row is inserted between the count and the trigger.
+      `CREATE TRIGGER submissions_count AFTER INSERT OR DELETE ON submissions
+        FOR EACH ROW EXECUTE FUNCTION intake_bots_count_submissions()`,
+      `UPDATE intake_bots b SET submission_count = (SELECT count(*) FROM submissions s WHERE s.intake_bot_id = b.id)`
     ]
   }
 ]

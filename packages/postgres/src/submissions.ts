@@ -19,9 +19,9 @@ import { Effect, Layer, Option } from "effect"
 import { afterPosition, pageFrom } from "./paging.js"
 import { fromJson, type Row, stored, toDate, toMillis, toNumber } from "./storage.js"
 
-/** A page of a workspace's bots with each one's submission_count: one query, no N+1. */
+/** A page of a workspace's bots with each one's submission_count (a counter column, kept by a trigger). */
 export const listBotsQuery = (sql: SqlClient.SqlClient, workspaceId: string, page: PageRequest) =>
-  sql<Row>`SELECT b.*, (SELECT count(*) FROM submissions s WHERE s.intake_bot_id = b.id) AS submission_count
+  sql<Row>`SELECT b.*
     FROM intake_bots b
     WHERE ${sql.and([sql`b.workspace_id = ${workspaceId}`, ...afterPosition(sql, "b", page.after)])}
     ORDER BY b.created_at DESC, b.id DESC
@@ -89,7 +89,7 @@ export const PgIntakeBotRepository = Layer.effect(
             findOne
           )
         ),
-      // One query: each bot's submission_count is an index count on submissions_list.
+      // One query: each bot's submission_count is its counter column.
       list: (workspaceId, page) =>
         stored("intakeBots.list")(
           Effect.map(listBotsQuery(sql, workspaceId, page), (rows) =>

@@ -101,6 +101,22 @@ export const intakeBotRepositoryContract = (
       })
     )
 
+    it.effect("a bot's submission count follows inserts and deletes", () =>
+      Effect.gen(function* () {
+        const bots = yield* IntakeBotRepository
+        const submissions = yield* SubmissionRepository
+        const workspace = yield* givenWorkspace
+        const bot = intakeBotRecord(workspace.id)
+        yield* bots.insert(bot)
+        const records = Array.from({ length: 4 }, () => submissionRecord(bot))
+        for (const record of records) yield* submissions.insert(record, [])
+        expect(yield* submissions.delete(records[1]!.id)).toBe(true)
+        expect(yield* submissions.delete(records[1]!.id)).toBe(false)
+        const listed = yield* bots.list(workspace.id, { limit: 10, after: null })
+        expect(listed.items.map((item) => item.submissionCount)).toEqual([3])
+      })
+    )
+
     it.effect("an empty workspace lists nothing", () =>
       Effect.gen(function* () {
         const bots = yield* IntakeBotRepository
