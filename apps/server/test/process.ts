@@ -25,7 +25,7 @@ export const freePort = Effect.promise(
 )
 
 /** The environment without the variables a test sets itself. */
-const environment = (extra: Record<string, string>) => {
+export const environment = (extra: Record<string, string>) => {
   const env: Record<string, string> = {}
   const own = [
     "DATABASE_URL",

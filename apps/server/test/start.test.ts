@@ -1,35 +1,14 @@
 /** `pnpm start`'s entry point, run as a child process the way the script runs it. */
 import { type ChildProcess, spawn } from "node:child_process"
 import { mkdtempSync } from "node:fs"
-import { createServer } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { expect, it } from "@effect/vitest"
 import { Effect } from "effect"
+import { environment, freePort } from "./process.js"
 
 const serverDir = join(import.meta.dirname, "..")
 const tsx = join(serverDir, "node_modules/.bin/tsx")
-
-const freePort = Effect.promise(
-  () =>
-    new Promise<number>((resolve) => {
-      const probe = createServer()
-      probe.listen(0, "127.0.0.1", () => {
-        const address = probe.address()
-        probe.close(() => resolve(typeof address === "object" && address !== null ? address.port : 0))
-      })
-    })
-)
-
-const cleanEnv = (extra: Record<string, string>) => {
-  const env: Record<string, string> = {}
-  for (const [name, value] of Object.entries(process.env)) {
-    if (value !== undefined && !["DATABASE_URL", "REDIS_URL", "INTAKE_ADMIN_TOKEN", "PORT"].includes(name)) {
-      env[name] = value
-    }
-  }
-  return { ...env, ...extra }
-}
 
 /** A fresh data directory per start unless one is given: no test writes into the work tree. */
 const tempDataDir = () => mkdtempSync(join(tmpdir(), "intake-start-"))
@@ -39,7 +18,7 @@ const start = (env: Record<string, string>) =>
     Effect.sync(() =>
       spawn(tsx, ["src/main.ts"], {
         cwd: serverDir,
-        env: cleanEnv({ INTAKE_DATA_DIR: tempDataDir(), ...env })
+        env: environment({ INTAKE_DATA_DIR: tempDataDir(), ...env })
       })
     ),
     (child) => Effect.sync(() => child.exitCode === null && child.kill("SIGTERM"))
