@@ -76,7 +76,12 @@ const ready = Effect.gen(function* () {
   )
 })
 
-const openApi = () => json(openApiDocument(), 200)
+// The document never changes while the process runs: serialized once, not per request.
+let openApiBody: string | undefined
+const openApi = () => {
+  openApiBody ??= JSON.stringify(openApiDocument())
+  return HttpServerResponse.text(openApiBody, { status: 200, contentType: "application/json" })
+}
 
 /**
  * What the request log says beside the status: filled in along the pipeline as it learns

@@ -141,6 +141,7 @@ layer(realServer({ admin: false }), { excludeTestServices: true })(
         const baseUrl = yield* BaseUrl
         const document = yield* call(baseUrl, "GET", "/openapi.json")
         expect(document.status).toBe(200)
+        expect(document.headers.get("content-type")).toMatch(/^application\/json/)
         expect(Object.keys((document.body as { paths: object }).paths)).toContain(
           "/v1/intake-bots/{id}/submissions"
         )
