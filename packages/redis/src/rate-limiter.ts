@@ -20,7 +20,7 @@ import { RedisConnection } from "./connection.js"
  * unique to this request (two requests in one millisecond must not collapse into one).
  * Answers { allowed 0|1, remaining, resetAt ms, now ms }.
  *
- * A request admitted at t counts while t > now - window, as in the domain's slideWindow.
+ * A request admitted at t counts while t > now - window, as in the domain's SlidingWindowLog.
  * Scores are whole milliseconds (13 digits), which Lua's number-to-string conversion
  * (14 significant digits) passes to Redis exactly.
  */

@@ -7,47 +7,15 @@
 import type { EpochMillis } from "../models.js"
 import type { RateLimitDecision } from "../ports.js"
 
-export interface WindowOutcome {
-  readonly decision: RateLimitDecision
-  /** The bucket's admitted timestamps afterwards: expired ones dropped, this one appended if admitted. */
-  readonly admitted: ReadonlyArray<EpochMillis>
-}
-
 /** Whole seconds until `resetAt`, rounded up, at least 1 (for Retry-After). */
 export const retryAfterSeconds = (resetAt: EpochMillis, now: EpochMillis): number =>
   Math.max(1, Math.ceil((resetAt - now) / 1000))
 
-export const slideWindow = (
-  admitted: ReadonlyArray<EpochMillis>,
-  now: EpochMillis,
-  limit: number,
-  windowMs: number
-): WindowOutcome => {
-  const live = admitted.filter((at) => at > now - windowMs)
-  const allowed = live.length < limit
-  const after = allowed ? [...live, now] : live
-  // The log is appended in time order, but a clock that steps back must not break the reset.
-  let oldest = after.length === 0 ? now - windowMs : after[0]!
-  for (const at of after) if (at < oldest) oldest = at
-  const resetAt = oldest + windowMs
-  return {
-    decision: {
-      allowed,
-      limit,
-      remaining: Math.max(0, limit - after.length),
-      resetAt,
-      retryAfterSeconds: allowed ? 0 : retryAfterSeconds(resetAt, now)
-    },
-    admitted: after
-  }
-}
-
 /**
- * The same rule over one bucket's log kept in place, for an in-process limiter: a hit costs
- * O(1) amortized however high the limit (slideWindow copies the log on every hit, which
- * at a limit of 100,000 a minute is 100,000 timestamps per request). Timestamps stay in
- * time order, so expired ones leave from the front; a clock that steps back inserts in
- * order instead of appending.
+ * One bucket's log, kept in place: a hit costs O(1) amortized however high the limit (a
+ * log copied on every hit would, at 100,000 a minute, copy 100,000 timestamps a request).
+ * Timestamps stay in time order, so expired ones leave from the front; a clock that steps
+ * back inserts in order instead of appending.
  */
 export class SlidingWindowLog {
   private times: Array<EpochMillis> = []
