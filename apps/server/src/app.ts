@@ -3,30 +3,33 @@
  * exit, so that every answer carries the envelope, X-Request-Id and, on /v1, the
  * rate-limit headers, whatever happened inside.
  */
-import { randomUUID } from "node:crypto"
 import { performance } from "node:perf_hooks"
-import { HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { openApiDocument } from "@intake/api"
 import {
   Access,
   AuthenticationRequired,
   Crypto,
+  type Idempotency,
   type Principal,
   type RateLimitDecision
 } from "@intake/domain"
 import { DatabaseState } from "@intake/worker"
-import { Clock, Duration, Effect, FiberId, Option, Redacted, Runtime } from "effect"
+import { Clock, Duration, Effect, Option, Redacted } from "effect"
 import { docsPage, makeScalarScript, SCALAR_SCRIPT_PATH } from "./docs.js"
-import { adminRoutes } from "./handlers-admin.js"
-import { v1Routes } from "./handlers-v1.js"
+import { type AdminServices, adminRoutes } from "./handlers-admin.js"
+import { type V1Services, v1Routes } from "./handlers-v1.js"
 import { Readiness } from "./readiness.js"
+import type { IncomingRequest } from "./request.js"
 import {
   causeToResponse,
-  DeadlineExceeded,
   errorResponse,
+  internalErrorResponse,
   json,
+  jsonText,
+  type Reply,
   rateLimited,
   routeNotFound,
+  withHeader,
   withRateLimitHeaders
 } from "./responses.js"
 import { match, type Route } from "./routes.js"
@@ -80,105 +83,57 @@ const ready = Effect.gen(function* () {
 let openApiBody: string | undefined
 const openApi = () => {
   openApiBody ??= JSON.stringify(openApiDocument())
-  return HttpServerResponse.text(openApiBody, { status: 200, contentType: "application/json" })
+  return jsonText(openApiBody, 200)
 }
 
 /**
- * What the request log says beside the status: filled in along the pipeline as it learns
- * them (one plain object per request, no fiber-local state).
+ * What the request log says beside the status, filled in along the pipeline as it learns
+ * them (one plain object per request, no fiber-local state). The server reads it too: a
+ * request cut by its deadline answers with the rate-limit headers of its decision.
  */
-interface RequestFacts {
+export interface RequestFacts {
+  readonly requestId: string
   /** The matched route's pattern (/v1/intake-bots/:id), never the raw path. */
   route: string | undefined
   workspaceId: string | undefined
   keyId: string | undefined
+  /** The rate-limit decision of a /v1 request, once taken. */
+  decision: RateLimitDecision | undefined
 }
-
-/** Runs work within what is left of the request's time; past it, fails with DeadlineExceeded. */
-type Deadline = <A, E, R>(work: Effect.Effect<A, E, R>) => Effect.Effect<A, E | DeadlineExceeded, R>
-
-/**
- * The deadline of one request, `endsAt` on performance.now()'s scale. HttpApp.toHandled runs
- * requests uninterruptibly: the work runs interruptibly in a fiber of its own, so that the
- * deadline can cut it (an interrupted query is cancelled by @effect/sql-pg), and the answer
- * does not wait for it to wind down (the cancel, or a ROLLBACK @effect/sql runs
- * uninterruptibly, may hang on a connection gone silent as well): that goes on in the
- * background. One fiber and one timer per call, where disconnect and timeoutFail take
- * three fibers and cost a measurable share of a cheap request's throughput.
- */
-const deadlineOf =
-  (endsAt: number, exceeded: () => DeadlineExceeded): Deadline =>
-  <A, E, R>(work: Effect.Effect<A, E, R>) =>
-    Effect.flatMap(Effect.runtime<R>(), (runtime) =>
-      Effect.async<A, E | DeadlineExceeded>((resume) => {
-        let settled = false
-        const fiber = Runtime.runFork(runtime)(Effect.interruptible(work))
-        const timer = setTimeout(
-          () => {
-            if (settled) return
-            settled = true
-            fiber.unsafeInterruptAsFork(FiberId.none)
-            resume(Effect.fail(exceeded()))
-          },
-          Math.max(0, endsAt - performance.now())
-        )
-        fiber.addObserver((exit) => {
-          clearTimeout(timer)
-          if (settled) return
-          settled = true
-          resume(exit)
-        })
-        // The request itself was interrupted (its client went away): so is the work.
-        return Effect.sync(() => {
-          clearTimeout(timer)
-          settled = true
-          fiber.unsafeInterruptAsFork(FiberId.none)
-        })
-      })
-    )
 
 const dispatch = <R>(
   routes: ReadonlyArray<Route<R>>,
-  url: URL,
-  method: string,
+  request: IncomingRequest,
   principal: Principal | null,
   facts: RequestFacts
 ) => {
-  const found = match(routes, method, url.pathname)
+  const found = match(routes, request.method, request.pathname)
   if (found === undefined) return Effect.succeed(routeNotFound())
   facts.route = found.route.path
-  return found.route.run({ params: found.params, query: url.searchParams, pathname: url.pathname, principal })
+  return found.route.run({ request, params: found.params, principal })
 }
 
-const clientIp = (request: HttpServerRequest.HttpServerRequest) =>
-  Option.getOrElse(request.remoteAddress, () => "unknown")
+const clientIp = (request: IncomingRequest) => request.remoteAddress ?? "unknown"
 
-/**
- * /v1: authenticate, rate limit (per key, or per IP when the key fails), then route. The
- * deadline bounds the authentication and the route; the limiter has its own 3 s bound,
- * and its decision gives every answer, a timed-out one too, its rate-limit headers.
- */
-const v1 = (
-  request: HttpServerRequest.HttpServerRequest,
-  url: URL,
-  facts: RequestFacts,
-  deadline: Deadline
-) =>
+/** /v1: authenticate, rate limit (per key, or per IP when the key fails), then route. */
+const v1 = (request: IncomingRequest, facts: RequestFacts) =>
   Effect.gen(function* () {
     const access = yield* Access
     // exit, not either: even a defect while authenticating answers with rate-limit headers.
-    const authenticated = yield* Effect.exit(deadline(access.authenticate(request.headers.authorization)))
+    const authenticated = yield* Effect.exit(access.authenticate(request.headers.authorization))
     let decision: RateLimitDecision
-    let response: HttpServerResponse.HttpServerResponse
+    let response: Reply
     if (authenticated._tag === "Failure") {
       decision = yield* access.limitAnonymous(clientIp(request))
+      facts.decision = decision
       response = decision.allowed ? yield* causeToResponse(authenticated.cause) : rateLimited(decision)
     } else {
       facts.workspaceId = authenticated.value.workspace.id
       facts.keyId = authenticated.value.apiKey.id
       decision = yield* access.limitKey(authenticated.value)
+      facts.decision = decision
       response = decision.allowed
-        ? yield* deadline(dispatch(v1Routes, url, request.method, authenticated.value, facts)).pipe(
+        ? yield* dispatch(v1Routes, request, authenticated.value, facts).pipe(
             Effect.catchAllCause(causeToResponse)
           )
         : rateLimited(decision)
@@ -187,66 +142,107 @@ const v1 = (
   })
 
 /** /admin: the operator token in constant time, then route; 404 when the interface is off. */
-const admin = (
-  request: HttpServerRequest.HttpServerRequest,
-  url: URL,
-  token: Redacted.Redacted,
-  facts: RequestFacts
-) =>
+const admin = (request: IncomingRequest, token: Redacted.Redacted, facts: RequestFacts) =>
   Effect.gen(function* () {
     const crypto = yield* Crypto
     const given = /^bearer +(.+)$/i.exec(request.headers.authorization ?? "")?.[1] ?? ""
     if (!crypto.constantTimeEqual(given, Redacted.value(token))) {
       return errorResponse(new AuthenticationRequired({ message: "A valid operator token is required." }))
     }
-    return yield* dispatch(adminRoutes, url, request.method, null, facts)
+    return yield* dispatch(adminRoutes, request, null, facts)
   })
+
+/** The request's log line: ids and outcome only, never a header, a key or a body. */
+export const requestLogLine = (
+  request: IncomingRequest,
+  facts: RequestFacts,
+  status: number,
+  startedAt: number
+) => ({
+  message: "request",
+  requestId: facts.requestId,
+  method: request.method,
+  route: facts.route ?? null,
+  status,
+  durationMs: Math.round((performance.now() - startedAt) * 100) / 100,
+  workspaceId: facts.workspaceId ?? null,
+  keyId: facts.keyId ?? null
+})
+
+/** What the app needs from the runtime (Readiness is optional). */
+export type AppServices = V1Services | AdminServices | Access | Idempotency | Crypto
+
+/**
+ * The answer to one request, with its X-Request-Id, and its log line. Never fails: a
+ * failure or defect anywhere answers in the envelope (the sanitized 500 at worst). Every
+ * log line written on the way carries the request id.
+ */
+export type App<R> = (
+  request: IncomingRequest,
+  facts: RequestFacts,
+  startedAt: number
+) => Effect.Effect<Reply, never, R>
 
 export const makeApp = (options: AppOptions) => {
   const scalarScript = makeScalarScript()
   const timeoutMs = Duration.toMillis(options.requestTimeout ?? DEFAULT_REQUEST_TIMEOUT)
-  return Effect.gen(function* () {
-    const startedAt = performance.now()
-    const request = yield* HttpServerRequest.HttpServerRequest
-    const requestId = `req_${randomUUID().replaceAll("-", "")}`
-    const url = new URL(request.url, "http://localhost")
-    const path = url.pathname
-    const facts: RequestFacts = { route: undefined, workspaceId: undefined, keyId: undefined }
-    const deadline = deadlineOf(
-      startedAt + timeoutMs,
-      () => new DeadlineExceeded({ requestId, method: request.method, route: facts.route ?? null, timeoutMs })
+  const route = (
+    request: IncomingRequest,
+    facts: RequestFacts
+  ): Effect.Effect<Reply, unknown, AppServices> => {
+    const path = request.pathname
+    if (path === "/v1" || path.startsWith("/v1/")) return v1(request, facts)
+    if (path === "/admin" || path.startsWith("/admin/")) {
+      return Option.isSome(options.adminToken)
+        ? admin(request, options.adminToken.value, facts)
+        : Effect.succeed(routeNotFound())
+    }
+    if (request.method === "GET") {
+      facts.route = path
+      if (path === "/healthz") return Effect.succeed(ok())
+      if (path === "/readyz") return ready
+      if (path === "/openapi.json") return Effect.succeed(openApi())
+      if (path === "/docs") return Effect.succeed(docsPage())
+      if (path === SCALAR_SCRIPT_PATH) return scalarScript
+      facts.route = undefined
+    }
+    return Effect.succeed(routeNotFound())
+  }
+  const answer = (request: IncomingRequest, facts: RequestFacts, startedAt: number) =>
+    route(request, facts).pipe(
+      Effect.catchAllCause(causeToResponse),
+      Effect.tap((response) => Effect.logInfo(requestLogLine(request, facts, response.status, startedAt))),
+      Effect.map((response) => withHeader(response, "x-request-id", facts.requestId)),
+      Effect.annotateLogs("requestId", facts.requestId)
     )
-    const response = yield* Effect.gen(function* () {
-      if (path === "/v1" || path.startsWith("/v1/")) return yield* v1(request, url, facts, deadline)
-      return yield* deadline(
-        Effect.gen(function* () {
-          if (path === "/admin" || path.startsWith("/admin/")) {
-            return Option.isSome(options.adminToken)
-              ? yield* admin(request, url, options.adminToken.value, facts)
-              : routeNotFound()
-          }
-          facts.route = path
-          if (request.method === "GET" && path === "/healthz") return ok()
-          if (request.method === "GET" && path === "/readyz") return yield* ready
-          if (request.method === "GET" && path === "/openapi.json") return openApi()
-          if (request.method === "GET" && path === "/docs") return docsPage()
-          if (request.method === "GET" && path === SCALAR_SCRIPT_PATH) return yield* scalarScript
-          facts.route = undefined
-          return routeNotFound()
-        })
-      )
-    }).pipe(Effect.catchAllCause(causeToResponse))
-    // The one log call of a request: ids and outcome only, never a header, a key or a body.
-    yield* Effect.logInfo({
-      message: "request",
-      requestId,
-      method: request.method,
-      route: facts.route ?? null,
-      status: response.status,
-      durationMs: Math.round((performance.now() - startedAt) * 100) / 100,
-      workspaceId: facts.workspaceId ?? null,
-      keyId: facts.keyId ?? null
-    })
-    return HttpServerResponse.setHeader(response, "x-request-id", requestId)
-  })
+  /**
+   * The answer to a request that ran out of time (REQUEST_TIMEOUT; most likely a database
+   * gone silent): the sanitized 500, with the rate-limit headers of its decision, or, on
+   * /v1 before one was taken (authentication hung), of the caller's address, as a failed
+   * authentication answers. Logged with ids only: what the request carried stays out.
+   */
+  const deadlineExceeded = (request: IncomingRequest, facts: RequestFacts, startedAt: number) =>
+    Effect.gen(function* () {
+      const { requestId } = facts
+      yield* Effect.logError({
+        message: "request exceeded its deadline",
+        requestId,
+        method: request.method,
+        route: facts.route ?? null,
+        timeoutMs
+      })
+      let response = internalErrorResponse()
+      const path = request.pathname
+      const decision =
+        facts.decision ??
+        (path === "/v1" || path.startsWith("/v1/")
+          ? yield* Effect.flatMap(Access, (access) => access.limitAnonymous(clientIp(request)))
+          : undefined)
+      if (decision !== undefined) {
+        response = withRateLimitHeaders(response, decision, yield* Clock.currentTimeMillis)
+      }
+      yield* Effect.logInfo(requestLogLine(request, facts, response.status, startedAt))
+      return withHeader(response, "x-request-id", requestId)
+    }).pipe(Effect.annotateLogs("requestId", facts.requestId))
+  return { answer, deadlineExceeded, timeoutMs }
 }

@@ -6,10 +6,9 @@
  * drain unread, so the client finishes sending and receives the 400 envelope.
  */
 import type { IncomingMessage } from "node:http"
-import type { HttpServerRequest } from "@effect/platform"
-import { NodeHttpServerRequest } from "@effect/platform-node"
 import { invalid, type ValidationFailed } from "@intake/domain"
 import { Effect } from "effect"
+import type { IncomingRequest } from "./request.js"
 
 export const MAX_BODY_BYTES = 1_048_576
 
@@ -57,7 +56,7 @@ const countedRead = (message: IncomingMessage, limit: number) =>
   })
 
 /** The parsed JSON body: 400 for another content type, a body over the limit or malformed JSON. */
-export const readJsonBody = (request: HttpServerRequest.HttpServerRequest) =>
+export const readJsonBody = (request: IncomingRequest) =>
   Effect.gen(function* () {
     const contentType = request.headers["content-type"]
     if (contentType === undefined || !JSON_TYPE.test(contentType)) {
@@ -65,7 +64,7 @@ export const readJsonBody = (request: HttpServerRequest.HttpServerRequest) =>
     }
     const declared = request.headers["content-length"]
     if (declared !== undefined && Number(declared) > MAX_BODY_BYTES) return yield* tooLarge()
-    const read = yield* countedRead(NodeHttpServerRequest.toIncomingMessage(request), MAX_BODY_BYTES)
+    const read = yield* countedRead(request.message, MAX_BODY_BYTES)
     if (read._tag === "TooLarge") return yield* tooLarge()
     try {
       return JSON.parse(read.bytes.toString("utf8")) as unknown

@@ -6,8 +6,8 @@ import { readFileSync } from "node:fs"
 import { readFile } from "node:fs/promises"
 import { createRequire } from "node:module"
 import * as Path from "node:path"
-import { HttpServerResponse } from "@effect/platform"
 import { Effect } from "effect"
+import type { Reply } from "./responses.js"
 
 export const SCALAR_SCRIPT_PATH = "/docs/scalar.js"
 
@@ -44,7 +44,13 @@ const DOCS_HTML = `<!doctype html>
 </html>
 `
 
-export const docsPage = () => HttpServerResponse.html(DOCS_HTML)
+const DOCS_REPLY: Reply = {
+  status: 200,
+  headers: { "content-type": "text/html; charset=utf-8" },
+  body: DOCS_HTML
+}
+
+export const docsPage = () => DOCS_REPLY
 
 /**
  * Scalar's bundle (about 4 MB), read on the first request and then served from memory.
@@ -60,10 +66,13 @@ export const makeScalarScript = () => {
           throw error
         }))
     ),
-    (body) =>
-      HttpServerResponse.uint8Array(body, {
-        contentType: "text/javascript; charset=utf-8",
-        headers: { "cache-control": "public, max-age=31536000, immutable" }
-      })
+    (body): Reply => ({
+      status: 200,
+      headers: {
+        "content-type": "text/javascript; charset=utf-8",
+        "cache-control": "public, max-age=31536000, immutable"
+      },
+      body
+    })
   )
 }

@@ -1,6 +1,5 @@
 /** The operator interface (decisions.md section 8), bound to the use cases. */
 
-import type { HttpServerRequest } from "@effect/platform"
 import * as Api from "@intake/api"
 import { type Access, type Idempotency, IntakeBots, invalid, Provisioning, Submissions } from "@intake/domain"
 import { Effect } from "effect"
@@ -33,9 +32,7 @@ const botFields = (payload: Partial<typeof Api.CreateIntakeBotBody.Type>) =>
 
 export type AdminServices = Provisioning | IntakeBots | Submissions
 
-export const adminRoutes: ReadonlyArray<
-  Route<AdminServices | Access | Idempotency | HttpServerRequest.HttpServerRequest>
-> = [
+export const adminRoutes: ReadonlyArray<Route<AdminServices | Access | Idempotency>> = [
   serve(
     Api.createWorkspace,
     ({ payload }) =>

@@ -1,8 +1,15 @@
 /** API v1: each served endpoint bound to its use case. */
 
-import type { HttpServerRequest } from "@effect/platform"
 import * as Api from "@intake/api"
-import { type Access, Deliveries, type Idempotency, IntakeBots, Submissions, Webhooks } from "@intake/domain"
+import {
+  type Access,
+  Deliveries,
+  type Idempotency,
+  type IntakeBot,
+  IntakeBots,
+  Submissions,
+  Webhooks
+} from "@intake/domain"
 import { Effect } from "effect"
 import { type Route, serve } from "./routes.js"
 
@@ -20,9 +27,23 @@ const pagination = (nextCursor: string | null) => ({ has_more: nextCursor !== nu
 
 const v1 = { idempotent: true }
 
+/**
+ * One answer object per bot object: a bot served from the cache is the same object until it
+ * changes, so serve() encodes and serializes its answer once.
+ */
+const botAnswers = new WeakMap<IntakeBot, { readonly intake_bot: Api.IntakeBotWire }>()
+const botAnswer = (bot: IntakeBot) => {
+  let answer = botAnswers.get(bot)
+  if (answer === undefined) {
+    answer = { intake_bot: Api.intakeBotToWire(bot) }
+    botAnswers.set(bot, answer)
+  }
+  return answer
+}
+
 export type V1Services = Access | Idempotency | IntakeBots | Submissions | Webhooks | Deliveries
 
-export const v1Routes: ReadonlyArray<Route<V1Services | HttpServerRequest.HttpServerRequest>> = [
+export const v1Routes: ReadonlyArray<Route<V1Services>> = [
   serve(
     Api.listIntakeBots,
     ({ principal, urlParams }) =>
@@ -40,7 +61,7 @@ export const v1Routes: ReadonlyArray<Route<V1Services | HttpServerRequest.HttpSe
     ({ principal, path }) =>
       Effect.map(
         Effect.flatMap(IntakeBots, (bots) => bots.get(principal.workspace.id, path.id)),
-        (bot) => ({ intake_bot: Api.intakeBotToWire(bot) })
+        botAnswer
       ),
     v1
   ),

@@ -4,7 +4,6 @@
  * is empty, creates the demo workspace and prints its key once.
  */
 import * as Path from "node:path"
-import { HttpServer } from "@effect/platform"
 import { NodeRuntime } from "@effect/platform-node"
 import { loggingLayer } from "@intake/worker"
 import { Console, Duration, Effect, Layer, Option } from "effect"
@@ -12,7 +11,7 @@ import { describeConfigError, serverConfig } from "./config.js"
 import { StoreStatus } from "./database.js"
 import { demoBanner, seedDemo } from "./demo.js"
 import { configuredRuntime } from "./runtime.js"
-import { serverLayer, serverPort } from "./server.js"
+import { ListeningServer, serverLayer } from "./server.js"
 
 class StartupError extends Error {}
 
@@ -37,7 +36,7 @@ const program = Effect.gen(function* () {
     requestTimeout: config.requestTimeout
   }).pipe(Layer.provideMerge(services))
   return yield* Effect.gen(function* () {
-    const port = serverPort(yield* HttpServer.HttpServer)
+    const { port } = yield* ListeningServer
     const baseUrl = `http://localhost:${port}`
     const store = yield* StoreStatus
     const limits = Option.isSome(config.redisUrl) ? "rate limits on Redis" : "in-process rate limits"

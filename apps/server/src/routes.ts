@@ -5,7 +5,7 @@
  * body and to encode its answer: the contract stays the single source of both.
  */
 import type { HttpApiEndpoint, HttpMethod } from "@effect/platform"
-import { HttpApiSchema, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { HttpApiSchema } from "@effect/platform"
 import { IDEMPOTENCY_KEY, RequiredScope } from "@intake/api"
 import {
   Access,
@@ -18,7 +18,9 @@ import {
 } from "@intake/domain"
 import { Context, Effect, Option, ParseResult, type Schema, SchemaAST } from "effect"
 import { readJsonBody } from "./body.js"
-import { errorBody, json } from "./responses.js"
+import { successEncoder } from "./encoding.js"
+import type { IncomingRequest } from "./request.js"
+import { errorBody, json, type Reply, withHeader } from "./responses.js"
 
 export interface Input<P, U, B> {
   readonly path: P
@@ -29,9 +31,8 @@ export interface Input<P, U, B> {
 
 /** A matched request, as the dispatcher hands it to a route. */
 export interface Matched {
+  readonly request: IncomingRequest
   readonly params: Readonly<Record<string, string>>
-  readonly query: URLSearchParams
-  readonly pathname: string
   readonly principal: Principal | null
 }
 
@@ -41,7 +42,7 @@ export interface Route<R> {
   readonly path: string
   readonly pattern: RegExp
   readonly names: ReadonlyArray<string>
-  readonly run: (matched: Matched) => Effect.Effect<HttpServerResponse.HttpServerResponse, unknown, R>
+  readonly run: (matched: Matched) => Effect.Effect<Reply, unknown, R>
 }
 
 const compile = (path: string) => {
@@ -93,13 +94,12 @@ const issuesOf = (error: ParseResult.ParseIssue) => {
   return [...byPath].map(([path, message]) => ({ path, message }))
 }
 
-const decodeWith = <A>(
-  schema: Schema.Schema<A, unknown, never>,
-  input: unknown
-): Effect.Effect<A, ValidationFailed> =>
-  Effect.mapError(ParseResult.decodeUnknown(schema)(input, { errors: "all" }), (error) =>
-    invalid(issuesOf(error))
-  )
+/** A decoder compiled once per schema (at route build time), failing with validation_failed. */
+const decoderOf = <A>(schema: Schema.Schema<A, unknown, never>) => {
+  const decode = ParseResult.decodeUnknown(schema, { errors: "all" })
+  return (input: unknown): Effect.Effect<A, ValidationFailed> =>
+    Effect.mapError(decode(input), (error) => invalid(issuesOf(error)))
+}
 
 /** Top-level names the body's schema knows; others answer 400 with unknown_keys. */
 const knownKeys = (schema: Schema.Schema.Any): ReadonlySet<string> | undefined => {
@@ -129,9 +129,11 @@ const storedFailure = (error: unknown): StoredResponse | undefined =>
     ? { status: error.httpStatus, body: errorBody(error) }
     : undefined
 
-const idempotencyKey = (request: HttpServerRequest.HttpServerRequest) => {
-  const value = request.headers["idempotency-key"]
-  if (value === undefined) return Effect.succeed(undefined)
+const idempotencyKey = (request: IncomingRequest) => {
+  const header = request.headers["idempotency-key"]
+  if (header === undefined) return Effect.succeed(undefined)
+  // Node joins repeated headers with ", "; an array only for the few it keeps apart.
+  const value = Array.isArray(header) ? header.join(", ") : header
   return IDEMPOTENCY_KEY.test(value)
     ? Effect.succeed(value)
     : Effect.fail(
@@ -164,67 +166,70 @@ export const serve = <
   endpoint: HttpApiEndpoint.HttpApiEndpoint<Name, Method, P, U, B, H, A, E, never, RE>,
   handler: (input: Input<P, U, B>) => Effect.Effect<A, EH, RH>,
   options: ServeOptions
-): Route<RH | Access | Idempotency | HttpServerRequest.HttpServerRequest> => {
+): Route<RH | Access | Idempotency> => {
   const { pattern, names } = compile(endpoint.path)
   const scope = Context.getOption(endpoint.annotations as Context.Context<RequiredScope>, RequiredScope)
   const payloadSchema = endpoint.payloadSchema as Option.Option<Schema.Schema<B, unknown, never>>
   const known = Option.match(payloadSchema, { onNone: () => undefined, onSome: knownKeys })
   const successSchema = endpoint.successSchema as Schema.Schema<A, unknown, never>
   const status = HttpApiSchema.getStatusSuccess(successSchema)
+  const encode = successEncoder(successSchema)
   const encodeSuccess = (value: A) =>
-    Effect.orDie(ParseResult.encodeUnknown(successSchema)(value)).pipe(
-      Effect.map((body): StoredResponse => ({ status, body }))
-    )
+    Effect.orDie(encode(value)).pipe(Effect.map((body): StoredResponse => ({ status, body })))
+  // A handler that answers the same object again (a bot from the cache) is encoded once.
+  const replies = new WeakMap<object, Reply>()
+  const replyOf = (value: A) => {
+    const memo = typeof value === "object" && value !== null ? replies.get(value) : undefined
+    if (memo !== undefined) return Effect.succeed(memo)
+    return Effect.map(encodeSuccess(value), (answer) => {
+      const reply = json(answer.body, answer.status)
+      if (typeof value === "object" && value !== null) replies.set(value, reply)
+      return reply
+    })
+  }
+  const decodePath = Option.map(endpoint.pathSchema, (schema) =>
+    decoderOf(schema as Schema.Schema<P, unknown, never>)
+  )
+  const decodeUrlParams = Option.map(endpoint.urlParamsSchema, (schema) =>
+    decoderOf(schema as Schema.Schema<U, unknown, never>)
+  )
+  const decodePayload = Option.map(payloadSchema, decoderOf)
 
   const run = (matched: Matched) =>
     Effect.gen(function* () {
-      const request = yield* HttpServerRequest.HttpServerRequest
+      const request = matched.request
       const principal = matched.principal
       if (principal !== null && Option.isSome(scope)) {
         yield* (yield* Access).requireScope(principal, scope.value)
       }
       const key = options.idempotent && principal !== null ? yield* idempotencyKey(request) : undefined
-      const path = Option.isSome(endpoint.pathSchema)
-        ? yield* decodeWith(endpoint.pathSchema.value as Schema.Schema<P, unknown, never>, matched.params)
-        : (matched.params as P)
-      const urlParams = Option.isSome(endpoint.urlParamsSchema)
-        ? yield* decodeWith(
-            endpoint.urlParamsSchema.value as Schema.Schema<U, unknown, never>,
-            Object.fromEntries(matched.query)
-          )
+      const path = Option.isSome(decodePath) ? yield* decodePath.value(matched.params) : (matched.params as P)
+      const urlParams = Option.isSome(decodeUrlParams)
+        ? yield* decodeUrlParams.value(Object.fromEntries(new URLSearchParams(request.search)))
         : ({} as U)
       let raw: unknown
       let payload = undefined as B
-      if (Option.isSome(payloadSchema)) {
+      if (Option.isSome(decodePayload)) {
         raw = yield* readJsonBody(request)
         yield* rejectUnknownKeys(raw, known)
-        payload = yield* decodeWith(payloadSchema.value, raw)
+        payload = yield* decodePayload.value(raw)
       }
-      const operation = Effect.flatMap(
-        handler({ path, urlParams, payload, principal: principal as Principal }),
-        encodeSuccess
-      )
-      if (key === undefined || principal === null) {
-        const answer = yield* operation
-        return json(answer.body, answer.status)
-      }
+      const answered = handler({ path, urlParams, payload, principal: principal as Principal })
+      if (key === undefined || principal === null) return yield* Effect.flatMap(answered, replyOf)
+      const operation = Effect.flatMap(answered, encodeSuccess)
       const idempotency = yield* Idempotency
       const outcome = yield* idempotency.run(
         {
           apiKeyId: principal.apiKey.id,
           key,
-          fingerprint: idempotency.fingerprint(request.method, matched.pathname, raw ?? null)
+          fingerprint: idempotency.fingerprint(request.method, request.pathname, raw ?? null)
         },
         operation,
         { onSuccess: (answer) => answer, onFailure: storedFailure }
       )
       return outcome._tag === "Fresh"
         ? json(outcome.value.body, outcome.value.status)
-        : HttpServerResponse.setHeader(
-            json(outcome.response.body, outcome.response.status),
-            "idempotent-replayed",
-            "true"
-          )
+        : withHeader(json(outcome.response.body, outcome.response.status), "idempotent-replayed", "true")
     })
 
   return { method: endpoint.method, path: endpoint.path, pattern, names, run }

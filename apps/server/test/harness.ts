@@ -1,7 +1,6 @@
 /** Starts the real server on a free port over the given services; tests talk to it over a socket. */
-import { HttpServer } from "@effect/platform"
 import { Context, type Duration, Effect, Layer, Option, Redacted } from "effect"
-import { serverLayer, serverPort } from "../src/server.js"
+import { ListeningServer, serverLayer } from "../src/server.js"
 
 export const ADMIN_TOKEN = "test-admin-token-0123456789"
 
@@ -13,7 +12,7 @@ export const testServer = <E, R>(
 ) =>
   Layer.effect(
     BaseUrl,
-    Effect.map(HttpServer.HttpServer, (server) => `http://127.0.0.1:${serverPort(server)}`)
+    Effect.map(ListeningServer, ({ port }) => `http://127.0.0.1:${port}`)
   ).pipe(
     Layer.provideMerge(
       serverLayer({

@@ -240,20 +240,29 @@ export class RateLimiter extends Context.Tag("@intake/RateLimiter")<
     /**
      * Counts one request for `bucket` if fewer than `limit` were admitted in the last
      * `windowMs`; refused requests are not counted. Exact: no span of `windowMs` ever
-     * admits more than `limit`.
+     * admits more than `limit`. Answers within `timeoutMs` (on the Clock) or fails with
+     * StorageUnavailable: the adapter bounds its own wait, which costs it a timer where a
+     * race around it would cost the caller two fibers per request.
      */
-    readonly hit: (bucket: string, limit: number, windowMs: number) => Stored<RateLimitDecision>
+    readonly hit: (
+      bucket: string,
+      limit: number,
+      windowMs: number,
+      timeoutMs: number
+    ) => Stored<RateLimitDecision>
   }
 >() {}
 
 // ---------------------------------------------------------------- access cache invalidation
 
-/** A change that makes cached authentication data stale. */
+/** A change that makes cached data stale: authentication's, or a cached bot. */
 export type AccessInvalidationEvent =
   /** The key with this hash changed (revoked). */
   | { readonly _tag: "ApiKeyChanged"; readonly keyHash: string }
   /** The workspace changed (plan, status, overrides): every cached key of it is stale. */
   | { readonly _tag: "WorkspaceChanged"; readonly workspaceId: string }
+  /** The bot changed (name, description, status, schema): its cached copy is stale. */
+  | { readonly _tag: "IntakeBotChanged"; readonly intakeBotId: string }
 
 /**
  * Tells every instance's authentication cache to drop stale entries. `publish` delivers to

@@ -29,6 +29,7 @@ export const makeMemoryRateLimiter = () => {
   }
 
   const limiter: RateLimiter["Type"] = {
+    // Answers at once: the time bound has nothing to cut.
     hit: (bucket, limit, windowMs) =>
       Effect.map(Clock.currentTimeMillis, (now) => {
         sweep(now)

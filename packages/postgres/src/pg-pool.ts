@@ -15,6 +15,7 @@ import { SqlError } from "@effect/sql/SqlError"
 import * as PgClient from "@effect/sql-pg/PgClient"
 import { Duration, Effect, Redacted } from "effect"
 import { Pool, type PoolClient } from "pg"
+import { poolTypes } from "./pg-types.js"
 
 export interface PostgresConfig {
   readonly url: Redacted.Redacted
@@ -88,7 +89,8 @@ const makePool = (config: PostgresConfig) => {
     ...(config.maxConnections === undefined ? {} : { max: config.maxConnections }),
     query_timeout: Duration.toMillis(config.queryTimeout ?? DEFAULT_QUERY_TIMEOUT),
     keepAlive: true,
-    keepAliveInitialDelayMillis: KEEPALIVE_DELAY_MS
+    keepAliveInitialDelayMillis: KEEPALIVE_DELAY_MS,
+    types: poolTypes
   })
   // An idle connection's error is the pool's to handle (it drops the connection); unheard, it would crash the process.
   pool.on("error", () => {})

@@ -20,7 +20,8 @@ type Handler = (event: AccessInvalidationEvent) => Effect.Effect<void>
 
 const InvalidationEvent = Schema.Union(
   Schema.TaggedStruct("ApiKeyChanged", { keyHash: Schema.String }),
-  Schema.TaggedStruct("WorkspaceChanged", { workspaceId: Schema.String })
+  Schema.TaggedStruct("WorkspaceChanged", { workspaceId: Schema.String }),
+  Schema.TaggedStruct("IntakeBotChanged", { intakeBotId: Schema.String })
 )
 
 /** What travels on the channel: the event and the instance that published it. */

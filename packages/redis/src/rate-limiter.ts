@@ -54,6 +54,22 @@ interface SlidingWindowClient {
   readonly [COMMAND]: (key: string, limit: number, windowMs: number, member: string) => Promise<ScriptReply>
 }
 
+/** The answer of `promise`, or a failure once `ms` passed without one. */
+const withinMs = <A>(promise: Promise<A>, ms: number) =>
+  new Promise<A>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`Redis did not answer within ${ms} ms`)), ms)
+    promise.then(
+      (value) => {
+        clearTimeout(timer)
+        resolve(value)
+      },
+      (error: unknown) => {
+        clearTimeout(timer)
+        reject(error)
+      }
+    )
+  })
+
 /** `<prefix>rl:{<bucket>}`: the braces make the bucket the Redis Cluster hash tag. */
 export const bucketKey = (keyPrefix: string, bucket: string) => `${keyPrefix}rl:{${bucket}}`
 
@@ -65,14 +81,15 @@ export const makeRedisRateLimiter = (client: Redis, keyPrefix: string): RateLimi
   let sequence = 0
 
   return {
-    hit: (bucket, limit, windowMs) =>
+    hit: (bucket, limit, windowMs, timeoutMs) =>
       Effect.tryPromise({
         try: () =>
-          script[COMMAND](bucketKey(keyPrefix, bucket), limit, windowMs, `${instance}:${sequence++}`),
+          withinMs(
+            script[COMMAND](bucketKey(keyPrefix, bucket), limit, windowMs, `${instance}:${sequence++}`),
+            timeoutMs
+          ),
         catch: (cause) => new StorageUnavailable({ operation: "RateLimiter.hit", cause })
       }).pipe(
-        // A server may run requests uninterruptibly: the domain's 3 s bound must still be able to cut this wait.
-        Effect.interruptible,
         Effect.map(([allowed, remaining, resetAt, now]) => ({
           allowed: allowed === 1,
           limit,

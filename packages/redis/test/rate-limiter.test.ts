@@ -31,9 +31,9 @@ withRedis("Redis rate limiter", () => {
       const b = yield* instance({ keyPrefix })
       const bucket = "key:key_skewed"
       // This test runs on the TestClock (1970); B's instance is an hour ahead of A's.
-      const fromA = yield* Effect.forEach([1, 2, 3], () => a.limiter.hit(bucket, 5, 60_000))
+      const fromA = yield* Effect.forEach([1, 2, 3], () => a.limiter.hit(bucket, 5, 60_000, 3_000))
       yield* TestClock.adjust("1 hour")
-      const fromB = yield* Effect.forEach([1, 2, 3], () => b.limiter.hit(bucket, 5, 60_000))
+      const fromB = yield* Effect.forEach([1, 2, 3], () => b.limiter.hit(bucket, 5, 60_000, 3_000))
       const all = [...fromA, ...fromB]
       expect(all.map((d) => [d.allowed, d.remaining])).toEqual([
         [true, 4],
@@ -55,7 +55,9 @@ withRedis("Redis rate limiter", () => {
       const keyPrefix = uniquePrefix()
       const instances = [yield* instance({ keyPrefix }), yield* instance({ keyPrefix })]
       const decisions = yield* Effect.all(
-        Array.from({ length: 150 }, (_, i) => instances[i % 2]!.limiter.hit("key:key_pro", 100, 60_000)),
+        Array.from({ length: 150 }, (_, i) =>
+          instances[i % 2]!.limiter.hit("key:key_pro", 100, 60_000, 3_000)
+        ),
         { concurrency: "unbounded" }
       )
       const admitted = decisions.filter((d) => d.allowed)
@@ -77,7 +79,7 @@ withRedis("Redis rate limiter", () => {
       expect(key).toBe(`${keyPrefix}rl:{ip:203.0.113.7}`)
 
       // Refused requests add nothing: the set never holds more than the limit.
-      const hit = limiter.hit("ip:203.0.113.7", 3, 400)
+      const hit = limiter.hit("ip:203.0.113.7", 3, 400, 3_000)
       yield* Effect.forEach(Array.from({ length: 50 }), () => hit)
       expect(yield* Effect.promise(() => client.zcard(key))).toBe(3)
       const ttl = yield* Effect.promise(() => client.pttl(key))
@@ -104,9 +106,9 @@ withRedis("Redis rate limiter", () => {
   it.scoped("the script is sent again when Redis has lost it (NOSCRIPT)", () =>
     Effect.gen(function* () {
       const { limiter, client } = yield* instance()
-      expect((yield* limiter.hit("key:key_script", 3, 60_000)).remaining).toBe(2)
+      expect((yield* limiter.hit("key:key_script", 3, 60_000, 3_000)).remaining).toBe(2)
       yield* Effect.promise(() => client.script("FLUSH"))
-      expect((yield* limiter.hit("key:key_script", 3, 60_000)).remaining).toBe(1)
+      expect((yield* limiter.hit("key:key_script", 3, 60_000, 3_000)).remaining).toBe(1)
     })
   )
 
@@ -117,7 +119,7 @@ withRedis("Redis rate limiter", () => {
       const { limiter } = yield* instance({ url: `redis://127.0.0.1:${port}`, connectTimeoutMs: 300 })
       expect(performance.now() - started).toBeLessThan(1_000)
       const checks = yield* Effect.forEach(Array.from({ length: 50 }), () =>
-        timed(limiter.hit("key:key_closed", 100, 60_000))
+        timed(limiter.hit("key:key_closed", 100, 60_000, 3_000))
       )
       for (const { result } of checks) {
         expect(Either.isLeft(result) && result.left instanceof StorageUnavailable).toBe(true)
@@ -135,18 +137,18 @@ withRedis("Redis rate limiter", () => {
         )
         const { limiter } = yield* instance({ url: proxy.url })
         const bucket = "key:key_restart"
-        expect((yield* limiter.hit(bucket, 5, 60_000)).remaining).toBe(4)
+        expect((yield* limiter.hit(bucket, 5, 60_000, 3_000)).remaining).toBe(4)
 
         yield* Effect.promise(proxy.stop)
         const checks = yield* Effect.forEach(Array.from({ length: 50 }), () =>
-          timed(limiter.hit(bucket, 5, 60_000))
+          timed(limiter.hit(bucket, 5, 60_000, 3_000))
         )
         expect(checks.every(({ result }) => Either.isLeft(result))).toBe(true)
         expect(median(checks.map((c) => c.ms))).toBeLessThan(5)
 
         yield* Effect.promise(proxy.start)
         const back = yield* limiter
-          .hit(bucket, 5, 60_000)
+          .hit(bucket, 5, 60_000, 3_000)
           .pipe(Effect.retry({ schedule: Schedule.spaced("50 millis"), times: 60 }))
         // The window survived in Redis: the request before the outage still counts.
         expect(back.remaining).toBe(3)
@@ -159,9 +161,24 @@ withRedis("Redis rate limiter", () => {
         Effect.promise(p.stop)
       )
       const { limiter } = yield* instance({ url: proxy.url, commandTimeoutMs: 300 })
-      yield* limiter.hit("key:key_hang", 5, 60_000)
+      yield* limiter.hit("key:key_hang", 5, 60_000, 3_000)
       proxy.hang()
-      const { result, ms } = yield* timed(limiter.hit("key:key_hang", 5, 60_000))
+      const { result, ms } = yield* timed(limiter.hit("key:key_hang", 5, 60_000, 3_000))
+      expect(Either.isLeft(result)).toBe(true)
+      expect(ms).toBeGreaterThanOrEqual(290)
+      expect(ms).toBeLessThan(1_000)
+    })
+  )
+
+  it.scopedLive("a hit fails at the bound the caller gives, before the connection's command timeout", () =>
+    Effect.gen(function* () {
+      const proxy = yield* Effect.acquireRelease(Effect.promise(startRedisProxy), (p) =>
+        Effect.promise(p.stop)
+      )
+      const { limiter } = yield* instance({ url: proxy.url, commandTimeoutMs: 5_000 })
+      yield* limiter.hit("key:key_bound", 5, 60_000, 3_000)
+      proxy.hang()
+      const { result, ms } = yield* timed(limiter.hit("key:key_bound", 5, 60_000, 300))
       expect(Either.isLeft(result)).toBe(true)
       expect(ms).toBeGreaterThanOrEqual(290)
       expect(ms).toBeLessThan(1_000)

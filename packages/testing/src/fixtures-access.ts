@@ -85,15 +85,19 @@ export const ControlledRateLimiter = Layer.effectContext(
     const mode = yield* Ref.make<LimiterMode>("answer")
     const calls = yield* Ref.make(0)
     const limiter: RateLimiter["Type"] = {
-      hit: (bucket, limit, windowMs) =>
+      hit: (bucket, limit, windowMs, timeoutMs) =>
         Effect.zipRight(
           Ref.update(calls, (n) => n + 1),
           Effect.flatMap(Ref.get(mode), (current) =>
             current === "fail"
               ? Effect.fail(new StorageUnavailable({ operation: "RateLimiter.hit" }))
               : current === "hang"
-                ? Effect.never
-                : inner.hit(bucket, limit, windowMs)
+                ? // A store that never answers: the limiter gives up at its bound, as the port requires.
+                  Effect.zipRight(
+                    Effect.sleep(timeoutMs),
+                    Effect.fail(new StorageUnavailable({ operation: "RateLimiter.hit" }))
+                  )
+                : inner.hit(bucket, limit, windowMs, timeoutMs)
           )
         )
     }

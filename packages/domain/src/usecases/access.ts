@@ -8,7 +8,7 @@
  * AccessInvalidation; other instances drop theirs when the message reaches them, at the
  * latest when the TTL runs out (decisions.md section 4 allows 60 s).
  */
-import { Cause, Clock, Duration, Effect, Either, Layer, Option } from "effect"
+import { Cause, Clock, Effect, Either, Layer, Option } from "effect"
 import { AuthenticationRequired, FeatureNotAvailable, WorkspaceArchived } from "../errors.js"
 import type { ApiKey, EpochMillis, Workspace } from "../models.js"
 import * as ApiKeyFormat from "../policies/api-key.js"
@@ -96,6 +96,7 @@ export const makeAccessLayer = (overrides: Partial<AccessSettings> = {}) =>
 
       const invalidate = (event: AccessInvalidationEvent) =>
         Effect.sync(() => {
+          if (event._tag === "IntakeBotChanged") return
           generation++
           if (event._tag === "ApiKeyChanged") cache.delete(event.keyHash)
           else
@@ -190,14 +191,10 @@ export const makeAccessLayer = (overrides: Partial<AccessSettings> = {}) =>
         Effect.gen(function* () {
           const now = yield* Clock.currentTimeMillis
           if (now < openUntil) return openDecision(limit, now)
-          return yield* limiter.hit(bucket, limit, RATE_LIMIT_WINDOW_MS).pipe(
-            // HTTP servers run requests uninterruptibly; without this the timeout could not
-            // stop a hanging limiter and would wait for it, whatever the adapter does.
+          // The limiter bounds its own wait (the port's contract): a failure or a timeout fails open.
+          return yield* limiter.hit(bucket, limit, RATE_LIMIT_WINDOW_MS, settings.limiterTimeoutMs).pipe(
+            // A caller that runs requests uninterruptibly can still cut this wait (its client went away).
             Effect.interruptible,
-            Effect.timeoutFail({
-              duration: Duration.millis(settings.limiterTimeoutMs),
-              onTimeout: () => "limiter timed out" as const
-            }),
             Effect.tap(() => {
               if (!limiterDown) return Effect.void
               limiterDown = false

@@ -5,6 +5,7 @@ import { type BotStatus, BotStatus as BotStatusSchema, type IntakeBot, type Sche
 import { schemaChanged, validateSchema } from "../policies/bot-schema.js"
 import { generateSlug } from "../policies/share-slug.js"
 import { Crypto, Ids, IntakeBotRepository, UnitOfWork, WorkspaceRepository } from "../ports.js"
+import { IntakeBotCache, IntakeBotCacheLive } from "./intake-bot-cache.js"
 import { listed, pageRequest } from "./lists.js"
 import { type IntakeBotChanges, IntakeBots } from "./services.js"
 
@@ -59,6 +60,7 @@ export const IntakeBotsLive = Layer.effect(
   IntakeBots,
   Effect.gen(function* () {
     const bots = yield* IntakeBotRepository
+    const cache = yield* IntakeBotCache
     const workspaces = yield* WorkspaceRepository
     const unitOfWork = yield* UnitOfWork
     const crypto = yield* Crypto
@@ -83,7 +85,7 @@ export const IntakeBotsLive = Layer.effect(
 
       get: (workspaceId, id) =>
         Effect.flatMap(
-          bots.findInWorkspace(workspaceId, id),
+          cache.findInWorkspace(workspaceId, id),
           Option.match({
             onNone: () => Effect.fail(notFound("intake_bot")),
             onSome: Effect.succeed
@@ -139,8 +141,9 @@ export const IntakeBotsLive = Layer.effect(
             updatedAt: now
           }
           yield* bots.update(updated)
+          yield* cache.changed(id)
           return updated
         })
     })
   })
-)
+).pipe(Layer.provide(IntakeBotCacheLive))

@@ -33,6 +33,7 @@ import {
   WorkspaceRepository
 } from "../ports.js"
 import { queueDeliveries } from "./deliveries.js"
+import { IntakeBotCache, IntakeBotCacheLive } from "./intake-bot-cache.js"
 import { listed, pageRequest } from "./lists.js"
 import { type NewSubmission, Submissions } from "./services.js"
 
@@ -92,6 +93,7 @@ export const SubmissionsLive = Layer.effect(
   Submissions,
   Effect.gen(function* () {
     const bots = yield* IntakeBotRepository
+    const cache = yield* IntakeBotCache
     const submissions = yield* SubmissionRepository
     const workspaces = yield* WorkspaceRepository
     const usage = yield* UsageCounters
@@ -107,6 +109,16 @@ export const SubmissionsLive = Layer.effect(
     const botInWorkspace = (workspaceId: string, id: string) =>
       Effect.flatMap(
         bots.findInWorkspace(workspaceId, id),
+        Option.match({
+          onNone: () => Effect.fail(notFound("intake_bot")),
+          onSome: Effect.succeed
+        })
+      )
+
+    // Lists read the bot (its schema) through the cache; creating a submission does not.
+    const cachedBotInWorkspace = (workspaceId: string, id: string) =>
+      Effect.flatMap(
+        cache.findInWorkspace(workspaceId, id),
         Option.match({
           onNone: () => Effect.fail(notFound("intake_bot")),
           onSome: Effect.succeed
@@ -212,7 +224,7 @@ export const SubmissionsLive = Layer.effect(
     return Submissions.of({
       list: (workspaceId, intakeBotId, query) =>
         Effect.gen(function* () {
-          const bot = yield* botInWorkspace(workspaceId, intakeBotId)
+          const bot = yield* cachedBotInWorkspace(workspaceId, intakeBotId)
           const list = `submissions:${bot.id}`
           const page = yield* pageRequest(crypto, list, query)
           const found = yield* submissions.list(workspaceId, bot.id, page, {
@@ -253,4 +265,4 @@ export const SubmissionsLive = Layer.effect(
         )
     })
   })
-)
+).pipe(Layer.provide(IntakeBotCacheLive))

@@ -34,7 +34,7 @@ export const rateLimiterContract = (
     Effect.gen(function* () {
       const limiter = yield* RateLimiter
       const before = yield* now
-      const decision = yield* limiter.hit(bucket, limit, window)
+      const decision = yield* limiter.hit(bucket, limit, window, 3_000)
       const after = yield* now
       return { decision, before: before - skew, after: after + skew }
     })
@@ -42,7 +42,9 @@ export const rateLimiterContract = (
   const hits = (bucket: string, limit: number, count: number) =>
     Effect.gen(function* () {
       const limiter = yield* RateLimiter
-      return yield* Effect.forEach(Array.from({ length: count }), () => limiter.hit(bucket, limit, window))
+      return yield* Effect.forEach(Array.from({ length: count }), () =>
+        limiter.hit(bucket, limit, window, 3_000)
+      )
     })
 
   layer(limiterLayer)(`RateLimiter contract: ${name}`, (it) => {
@@ -144,7 +146,7 @@ export const rateLimiterContract = (
         const limiter = yield* RateLimiter
         const bucket = uniqueId("bucket")
         const decisions = yield* Effect.all(
-          Array.from({ length: 20 }, () => limiter.hit(bucket, 5, window)),
+          Array.from({ length: 20 }, () => limiter.hit(bucket, 5, window, 3_000)),
           { concurrency: "unbounded" }
         )
         expect(decisions.filter((d) => d.allowed)).toHaveLength(5)
