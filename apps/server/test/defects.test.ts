@@ -1,5 +1,6 @@
 import { expect, layer } from "@effect/vitest"
-import { Effect } from "effect"
+import { jsonLineLogger } from "@intake/worker"
+import { Effect, Layer, Logger } from "effect"
 import { BaseUrl, call, testServer } from "./harness.js"
 import { STUB_KEY, StubServices } from "./stubs.js"
 
@@ -33,3 +34,28 @@ layer(testServer(StubServices), { excludeTestServices: true })("a defect inside 
     })
   )
 })
+
+const lines: Array<Record<string, unknown>> = []
+const capturedLogs = Logger.replace(
+  Logger.defaultLogger,
+  Logger.map(jsonLineLogger, (line) => {
+    lines.push(JSON.parse(line))
+  })
+)
+
+layer(testServer(StubServices).pipe(Layer.provide(capturedLogs)), { excludeTestServices: true })(
+  "the logs of a failed request",
+  (it) => {
+    it.effect("every line the request writes carries its request id, the cause's line too", () =>
+      Effect.gen(function* () {
+        const baseUrl = yield* BaseUrl
+        const answer = yield* call(baseUrl, "GET", "/v1/intake-bots/bot_any", { key: STUB_KEY })
+        expect(answer.status).toBe(500)
+        const requestId = answer.headers.get("x-request-id")
+        const mine = lines.filter((line) => line.requestId === requestId)
+        expect(mine.map((line) => line.message)).toEqual(["request failed", "request"])
+        expect(mine[0]).toMatchObject({ level: "error", cause: expect.any(String) })
+      })
+    )
+  }
+)

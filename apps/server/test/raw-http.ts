@@ -68,3 +68,29 @@ export const submissionBodyOfSize = (size: number, field = "message"): Buffer =>
   const frame = `{"data":{"${field}":""}}`
   return Buffer.from(`{"data":{"${field}":"${"x".repeat(size - frame.length)}"}}`)
 }
+
+/** A request whose path is sent exactly as given (fetch would resolve `%2e%2e` segments first). */
+export const rawRequest = (
+  baseUrl: string,
+  method: string,
+  rawPath: string,
+  headers: Readonly<Record<string, string>> = {}
+) =>
+  Effect.async<RawAnswer, Error>((resume) => {
+    const url = new URL(baseUrl)
+    const req = request({ host: url.hostname, port: url.port, path: rawPath, method, headers }, (res) => {
+      const chunks: Array<Buffer> = []
+      res.on("data", (chunk: Buffer) => chunks.push(chunk))
+      res.on("end", () => {
+        const text = Buffer.concat(chunks).toString("utf8")
+        let parsed: unknown = text
+        try {
+          parsed = JSON.parse(text)
+        } catch {}
+        resume(Effect.succeed({ status: res.statusCode ?? 0, headers: res.headers, body: parsed }))
+      })
+      res.on("error", (error) => resume(Effect.fail(error)))
+    })
+    req.on("error", (error) => resume(Effect.fail(error)))
+    req.end()
+  })

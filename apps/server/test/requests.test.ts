@@ -1,7 +1,7 @@
 import { expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { BaseUrl, call } from "./harness.js"
-import { rawPost, submissionBodyOfSize } from "./raw-http.js"
+import { rawPost, rawRequest, submissionBodyOfSize } from "./raw-http.js"
 import { dataOf, expectError, expectHeaders, provision, realServer } from "./support.js"
 
 const LIMIT = 1_048_576
@@ -34,6 +34,29 @@ layer(realServer(), { excludeTestServices: true })("routes, parameters and bodie
         expect(expectError(outside, 404, "resource_not_found")).toEqual({ resource: "route" })
         expectHeaders(outside, { rateLimit: false })
       })
+  )
+
+  it.effect("dot segments are not resolved: a path under /v1 never reaches /admin", () =>
+    Effect.gen(function* () {
+      const baseUrl = yield* BaseUrl
+      const tenant = yield* provision(baseUrl)
+      for (const path of [
+        "/v1/%2e%2e/admin/workspaces",
+        "/v1/../admin/workspaces",
+        "/v1/%2E%2E/%2E%2E/admin/workspaces"
+      ]) {
+        const anonymous = yield* rawRequest(baseUrl, "GET", path, {
+          authorization: "Bearer test-admin-token-0123456789"
+        })
+        expect(anonymous.status).toBe(401)
+        const keyed = yield* rawRequest(baseUrl, "GET", path, { authorization: `Bearer ${tenant.key}` })
+        expect(keyed.status).toBe(404)
+        expect(keyed.body).toMatchObject({
+          error: { code: "resource_not_found", details: { resource: "route" } }
+        })
+        expect(keyed.headers["x-request-id"]).toMatch(/^req_/)
+      }
+    })
   )
 
   it.effect("checks limit, cursor and the date bounds; ignores unknown parameters", () =>
