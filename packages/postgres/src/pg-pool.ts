@@ -13,9 +13,10 @@
 
 import { SqlError } from "@effect/sql/SqlError"
 import * as PgClient from "@effect/sql-pg/PgClient"
-import { Duration, Effect, Redacted } from "effect"
+import { Duration, Effect, Layer, Redacted } from "effect"
 import { Pool, type PoolClient } from "pg"
 import { poolTypes } from "./pg-types.js"
+import { makePgReads, PgReads } from "./reads.js"
 
 export interface PostgresConfig {
   readonly url: Redacted.Redacted
@@ -102,8 +103,8 @@ const makePool = (config: PostgresConfig) => {
  * layer fails when the database does not answer `SELECT 1` within the connect timeout.
  */
 export const layerPostgres = (config: PostgresConfig) =>
-  PgClient.layerFromPool({
-    acquire: Effect.gen(function* () {
+  Layer.unwrapScoped(
+    Effect.gen(function* () {
       const pool = yield* Effect.acquireRelease(
         Effect.sync(() => makePool(config)),
         (pool) => Effect.promise(() => pool.end()).pipe(Effect.interruptible, Effect.timeoutOption(1000))
@@ -121,6 +122,10 @@ export const layerPostgres = (config: PostgresConfig) =>
             })
         })
       )
-      return pool
+      // The pool is this layer's: PgClient borrows it, and the hot reads use it directly.
+      return Layer.merge(
+        PgClient.layerFromPool({ acquire: Effect.succeed(pool) }),
+        Layer.succeed(PgReads, makePgReads(pool))
+      )
     })
-  })
+  )

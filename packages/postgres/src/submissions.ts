@@ -17,6 +17,7 @@ import {
 } from "@intake/domain"
 import { Effect, Layer, Option } from "effect"
 import { afterPosition, pageFrom } from "./paging.js"
+import { readRows, type SqlText } from "./reads.js"
 import { fromJson, type Row, stored, toDate, toMillis, toNumber } from "./storage.js"
 
 /** A page of a workspace's bots with each one's submission_count (a counter column, kept by a trigger). */
@@ -27,25 +28,52 @@ export const listBotsQuery = (sql: SqlClient.SqlClient, workspaceId: string, pag
     ORDER BY b.created_at DESC, b.id DESC
     LIMIT ${page.limit + 1}`
 
-/** A page of a bot's submissions within a created range, with each one's message_count. */
+/**
+ * A page of a bot's submissions within a created range, with each one's message_count, as
+ * SQL text and values: one text per combination of bounds, so each is prepared once.
+ */
+export const listSubmissionsStatement = (
+  workspaceId: string,
+  intakeBotId: string,
+  page: PageRequest,
+  range: CreatedRange
+): SqlText => {
+  const values: Array<unknown> = [intakeBotId, workspaceId]
+  const conditions = ["s.intake_bot_id = $1", "s.workspace_id = $2"]
+  if (range.createdAfter !== null) {
+    values.push(toDate(range.createdAfter))
+    conditions.push(`s.created_at >= $${values.length}`)
+  }
+  if (range.createdBefore !== null) {
+    values.push(toDate(range.createdBefore))
+    conditions.push(`s.created_at <= $${values.length}`)
+  }
+  if (page.after !== null) {
+    values.push(toDate(page.after.createdAt), page.after.id)
+    conditions.push(`(s.created_at, s.id) < ($${values.length - 1}, $${values.length})`)
+  }
+  values.push(page.limit + 1)
+  return {
+    text: `SELECT s.*, (SELECT count(*) FROM messages m WHERE m.submission_id = s.id) AS message_count
+    FROM submissions s
+    WHERE ${conditions.join(" AND ")}
+    ORDER BY s.created_at DESC, s.id DESC
+    LIMIT $${values.length}`,
+    values
+  }
+}
+
+/** The same page as a statement of SqlClient (for EXPLAIN). */
 export const listSubmissionsQuery = (
   sql: SqlClient.SqlClient,
   workspaceId: string,
   intakeBotId: string,
   page: PageRequest,
   range: CreatedRange
-) =>
-  sql<Row>`SELECT s.*, (SELECT count(*) FROM messages m WHERE m.submission_id = s.id) AS message_count
-    FROM submissions s
-    WHERE ${sql.and([
-      sql`s.intake_bot_id = ${intakeBotId}`,
-      sql`s.workspace_id = ${workspaceId}`,
-      ...(range.createdAfter === null ? [] : [sql`s.created_at >= ${toDate(range.createdAfter)}`]),
-      ...(range.createdBefore === null ? [] : [sql`s.created_at <= ${toDate(range.createdBefore)}`]),
-      ...afterPosition(sql, "s", page.after)
-    ])}
-    ORDER BY s.created_at DESC, s.id DESC
-    LIMIT ${page.limit + 1}`
+) => {
+  const { text, values } = listSubmissionsStatement(workspaceId, intakeBotId, page, range)
+  return sql.unsafe<Row>(text, values as Array<unknown>)
+}
 
 const botFromRow = (row: Row): IntakeBot => ({
   id: row.id as string,
@@ -146,7 +174,7 @@ const messageFromRow = (row: Row): Message => ({
 
 export const PgSubmissionRepository = Layer.effect(
   SubmissionRepository,
-  Effect.map(SqlClient.SqlClient, (sql) =>
+  Effect.zipWith(SqlClient.SqlClient, readRows, (sql, rowsOf) =>
     SubmissionRepository.of({
       insert: (s, messages) =>
         stored("submissions.insert")(
@@ -189,7 +217,7 @@ export const PgSubmissionRepository = Layer.effect(
       // One query: message_count is a count on the messages' (submission_id, position) index.
       list: (workspaceId, intakeBotId, page, range) =>
         stored("submissions.list")(
-          Effect.map(listSubmissionsQuery(sql, workspaceId, intakeBotId, page, range), (rows) =>
+          Effect.map(rowsOf(listSubmissionsStatement(workspaceId, intakeBotId, page, range)), (rows) =>
             pageFrom(rows, page.limit, (row) => ({
               ...submissionFromRow(row),
               messageCount: toNumber(row.message_count)
