@@ -13,8 +13,8 @@ import {
   type Principal,
   type RateLimitDecision
 } from "@intake/domain"
-import { DatabaseState } from "@intake/worker"
-import { Clock, Duration, Effect, Option, Redacted } from "effect"
+import { CurrentRequestId, DatabaseState } from "@intake/worker"
+import { Clock, Duration, Effect, FiberRef, Option, Redacted } from "effect"
 import { docsPage, makeScalarScript, SCALAR_SCRIPT_PATH } from "./docs.js"
 import { type AdminServices, adminRoutes } from "./handlers-admin.js"
 import { type V1Services, v1Routes } from "./handlers-v1.js"
@@ -208,12 +208,15 @@ export const makeApp = (options: AppOptions) => {
     }
     return Effect.succeed(routeNotFound())
   }
+  // Each request is a fiber of its own (server.ts): the id is set on it, not scoped.
   const answer = (request: IncomingRequest, facts: RequestFacts, startedAt: number) =>
-    route(request, facts).pipe(
-      Effect.catchAllCause(causeToResponse),
-      Effect.tap((response) => Effect.logInfo(requestLogLine(request, facts, response.status, startedAt))),
-      Effect.map((response) => withHeader(response, "x-request-id", facts.requestId)),
-      Effect.annotateLogs("requestId", facts.requestId)
+    Effect.zipRight(
+      FiberRef.set(CurrentRequestId, facts.requestId),
+      route(request, facts).pipe(
+        Effect.catchAllCause(causeToResponse),
+        Effect.tap((response) => Effect.logInfo(requestLogLine(request, facts, response.status, startedAt))),
+        Effect.map((response) => withHeader(response, "x-request-id", facts.requestId))
+      )
     )
   /**
    * The answer to a request that ran out of time (REQUEST_TIMEOUT; most likely a database
@@ -224,6 +227,7 @@ export const makeApp = (options: AppOptions) => {
   const deadlineExceeded = (request: IncomingRequest, facts: RequestFacts, startedAt: number) =>
     Effect.gen(function* () {
       const { requestId } = facts
+      yield* FiberRef.set(CurrentRequestId, requestId)
       yield* Effect.logError({
         message: "request exceeded its deadline",
         requestId,
@@ -243,6 +247,6 @@ export const makeApp = (options: AppOptions) => {
       }
       yield* Effect.logInfo(requestLogLine(request, facts, response.status, startedAt))
       return withHeader(response, "x-request-id", requestId)
-    }).pipe(Effect.annotateLogs("requestId", facts.requestId))
+    })
   return { answer, deadlineExceeded, timeoutMs }
 }

@@ -4,7 +4,17 @@
  * delivery attempt) has its fields at the top level of the line, beside the level and
  * the time, so a log pipeline can filter on them without unpacking a nested message.
  */
-import { Config, ConfigError, Either, Inspectable, Layer, Logger, LogLevel } from "effect"
+import {
+  Config,
+  ConfigError,
+  Either,
+  FiberRef,
+  FiberRefs,
+  Inspectable,
+  Layer,
+  Logger,
+  LogLevel
+} from "effect"
 
 export const LOG_LEVELS = {
   debug: LogLevel.Debug,
@@ -34,13 +44,23 @@ export const logLevelConfig: Config.Config<LogLevel.LogLevel> = Config.string("L
 const isPlainObject = (value: unknown): value is Record<string, unknown> =>
   typeof value === "object" && value !== null && Object.getPrototypeOf(value) === Object.prototype
 
-/** Effect's structured logger, flattened into one JSON line. */
-export const jsonLineLogger = Logger.map(Logger.structuredLogger, (log) => {
+/**
+ * The id of the request a fiber works for: set once at the start of a request's fiber (a
+ * plain set, where an annotation scope would cost a map update and its undoing on every
+ * request), and written by the logger on every line that fiber logs.
+ */
+export const CurrentRequestId = FiberRef.unsafeMake<string | undefined>(undefined)
+
+/** Effect's structured logger, flattened into one JSON line, with the request id when there is one. */
+export const jsonLineLogger = Logger.make<unknown, string>((options) => {
+  const log = Logger.structuredLogger.log(options)
   const { message, logLevel, timestamp, cause, annotations } = log
   const line: Record<string, unknown> = { level: logLevel.toLowerCase(), time: timestamp }
   if (isPlainObject(message)) Object.assign(line, message)
   else line.message = message instanceof Error ? { name: message.name, message: message.message } : message
   Object.assign(line, annotations)
+  const requestId = FiberRefs.getOrDefault(options.context, CurrentRequestId)
+  if (requestId !== undefined && line.requestId === undefined) line.requestId = requestId
   if (cause !== undefined) line.cause = cause
   return Inspectable.stringifyCircular(line)
 })
