@@ -43,12 +43,19 @@ describe("LOG_LEVEL", () => {
   it.effect("at warning, info lines are dropped and a warning is one JSON line with its fields on top", () =>
     Effect.gen(function* () {
       const written: Array<string> = []
-      const spy = vi.spyOn(console, "log").mockImplementation((line: unknown) => {
-        written.push(String(line))
+      const spy = vi.spyOn(process.stdout, "write").mockImplementation((chunk: unknown) => {
+        written.push(
+          ...String(chunk)
+            .split("\n")
+            .filter((line) => line !== "")
+        )
+        return true
       })
       yield* Effect.gen(function* () {
         yield* Effect.logInfo({ message: "request", route: "/v1/intake-bots" })
         yield* Effect.logWarning({ message: "database does not answer", database: "down" })
+        // Lines are written once per turn of the event loop.
+        yield* Effect.promise(() => new Promise((resolve) => setImmediate(resolve)))
       }).pipe(
         Effect.provide(loggingLayer(LogLevel.Warning)),
         Effect.ensuring(Effect.sync(() => spy.mockRestore()))
@@ -57,6 +64,31 @@ describe("LOG_LEVEL", () => {
       const line = JSON.parse(written[0]!)
       expect(line).toMatchObject({ level: "warn", message: "database does not answer", database: "down" })
       expect(typeof line.time).toBe("string")
+    })
+  )
+
+  it.effect("lines logged in one turn of the event loop leave in one write, in order", () =>
+    Effect.gen(function* () {
+      const writes: Array<string> = []
+      const spy = vi.spyOn(process.stdout, "write").mockImplementation((chunk: unknown) => {
+        writes.push(String(chunk))
+        return true
+      })
+      yield* Effect.gen(function* () {
+        for (const n of [1, 2, 3]) yield* Effect.logInfo({ message: "request", n })
+        yield* Effect.promise(() => new Promise((resolve) => setImmediate(resolve)))
+      }).pipe(
+        Effect.provide(loggingLayer(LogLevel.Info)),
+        Effect.ensuring(Effect.sync(() => spy.mockRestore()))
+      )
+      expect(writes).toHaveLength(1)
+      expect(writes[0]!.endsWith("\n")).toBe(true)
+      expect(
+        writes[0]!
+          .trimEnd()
+          .split("\n")
+          .map((line) => JSON.parse(line).n)
+      ).toEqual([1, 2, 3])
     })
   )
 })
