@@ -1,10 +1,10 @@
 /**
  * The Submissions use cases (decisions.md section 3). Creating one reads the bot with its
  * workspace and webhook endpoints, validates, asks the summarizer outside the transaction
- * (it may be slow), then in one unit of work stores the submission within the monthly
- * quota, finds or creates the contact and appends the events with their delivery
- * attempts: all of it commits, or none of it. Each of those steps is one port call, one
- * statement on PostgreSQL (docs/choices.md, "Round trips of a create").
+ * (it may be slow), then in one unit of work finds or creates the contact, appends the
+ * events with their delivery attempts and, last, stores the submission within the
+ * monthly quota: all of it commits, or none of it. Each of those steps is one port call,
+ * one statement on PostgreSQL (docs/choices.md, "Round trips of a create").
  */
 import { Clock, Effect, Either, Layer, Option } from "effect"
 import { Conflict, invalid, notFound, type ValidationIssue } from "../errors.js"
