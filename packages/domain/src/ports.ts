@@ -5,7 +5,8 @@
  * Transactions: `UnitOfWork.transaction` runs an effect so that every repository call
  * made inside it commits together or not at all, serialized against other transactions
  * where the rule needs it (quota, key caps, idempotency). Repository calls made outside
- * a transaction are atomic one by one.
+ * a transaction are atomic one by one. A transaction run inside another is part of it
+ * (no savepoint): when it fails, the enclosing one must fail too, never go on.
  */
 import { Context, Data, type Effect, type Option, type Scope } from "effect"
 import type { IdempotencyConflict, PlanLimitExceeded, StorageUnavailable } from "./errors.js"
@@ -98,6 +99,12 @@ export class IntakeBotRepository extends Context.Tag("@intake/IntakeBotRepositor
     /** Any workspace's bot: for the operator interface only. */
     readonly findById: (id: string) => Stored<Option.Option<IntakeBot>>
     readonly findInWorkspace: (workspaceId: string, id: string) => Stored<Option.Option<IntakeBot>>
+    /**
+     * What taking a submission for the bot needs, in one read: the bot, its workspace and
+     * the workspace's ACTIVE webhook endpoints (oldest first). In `workspaceId` only, unless
+     * null (the operator interface); none when the bot or its workspace does not exist.
+     */
+    readonly findIntakeTarget: (id: string, workspaceId: string | null) => Stored<Option.Option<IntakeTarget>>
     readonly list: (workspaceId: string, page: PageRequest) => Stored<Page<IntakeBotListItem>>
     /** Which of `ids` are bots of the workspace. */
     readonly existingIds: (workspaceId: string, ids: ReadonlyArray<string>) => Stored<ReadonlyArray<string>>
@@ -105,10 +112,34 @@ export class IntakeBotRepository extends Context.Tag("@intake/IntakeBotRepositor
   }
 >() {}
 
+/** A bot with what a submission for it needs (see IntakeBotRepository.findIntakeTarget). */
+export interface IntakeTarget {
+  readonly bot: IntakeBot
+  readonly workspace: Workspace
+  readonly activeEndpoints: ReadonlyArray<WebhookEndpoint>
+}
+
+/** A monthly submission quota: at most `max` submissions counted for `period` ("2026-11"). */
+export interface SubmissionQuota {
+  readonly period: string
+  readonly max: number
+}
+
 export class SubmissionRepository extends Context.Tag("@intake/SubmissionRepository")<
   SubmissionRepository,
   {
     readonly insert: (submission: Submission, messages: ReadonlyArray<Message>) => Stored<void>
+    /**
+     * Counts the submission against its workspace's quota (the usage counter of
+     * UsageCounters) and inserts it with its messages, unless the count already reached
+     * `quota.max`: then it fails with plan_limit_exceeded (resource "submissions") and
+     * writes nothing. Exact under concurrent calls, as UsageCounters.reserveSubmission.
+     */
+    readonly insertWithinQuota: (
+      submission: Submission,
+      messages: ReadonlyArray<Message>,
+      quota: SubmissionQuota
+    ) => Stored<void, PlanLimitExceeded>
     /** Any workspace's submission: for the operator interface only. */
     readonly findById: (id: string) => Stored<Option.Option<Submission>>
     readonly findInBot: (
@@ -156,11 +187,20 @@ export class ContactRepository extends Context.Tag("@intake/ContactRepository")<
   }
 >() {}
 
-/** The transactional outbox: events are appended in the same unit of work as their data. */
+/** Pending delivery attempts to queue with the events they deliver, due at `dueAt`. */
+export interface QueuedDeliveries {
+  readonly deliveries: ReadonlyArray<Delivery>
+  readonly dueAt: EpochMillis
+}
+
+/**
+ * The transactional outbox: events are appended in the same unit of work as their data,
+ * with the delivery attempts queued for them (as DeliveryRepository.enqueue stores them).
+ */
 export class EventOutbox extends Context.Tag("@intake/EventOutbox")<
   EventOutbox,
   {
-    readonly append: (events: ReadonlyArray<DomainEvent>) => Stored<void>
+    readonly append: (events: ReadonlyArray<DomainEvent>, queued?: QueuedDeliveries) => Stored<void>
     readonly findById: (id: string) => Stored<Option.Option<DomainEvent>>
   }
 >() {}
@@ -201,21 +241,26 @@ export class IdempotencyStore extends Context.Tag("@intake/IdempotencyStore")<
      * Called inside the unit of work that performs the operation. Claims the scope for the
      * rest of that unit of work: fails with idempotency_conflict when another unit of work
      * holds it (in flight) or when an unexpired record has another fingerprint; answers
-     * Replay when an unexpired record has the same fingerprint.
+     * Replay when an unexpired record has the same fingerprint. A record stored by a unit
+     * of work that ends while the claim runs may go unseen (Fresh): `complete` tells.
      */
     readonly claim: (
       scope: IdempotencyScope,
       fingerprint: string,
       now: EpochMillis
     ) => Stored<IdempotencyClaim, IdempotencyConflict>
-    /** Stores the response in the same unit of work as the claim. */
+    /**
+     * Stores the response in the same unit of work as the claim, unless a record that has
+     * not expired at `createdAt` is stored already (another unit of work stored one after
+     * this one's claim read): then it stores nothing and answers false.
+     */
     readonly complete: (
       scope: IdempotencyScope,
       fingerprint: string,
       response: StoredResponse,
       createdAt: EpochMillis,
       expiresAt: EpochMillis
-    ) => Stored<void>
+    ) => Stored<boolean>
     /** Deletes records whose expiry is at or before `now`; answers how many. */
     readonly purgeExpired: (now: EpochMillis) => Stored<number>
   }

@@ -3,7 +3,8 @@
  * (the strongest isolation there is, which is what the quota, key-cap and idempotency
  * rules need); writes inside a transaction record how to undo themselves, so a failure,
  * a defect or an interruption leaves the tables as they were. A transaction nested in
- * another behaves like a savepoint: its failure undoes only its own writes.
+ * another is part of it, as on PostgreSQL (no savepoints): its writes are undone when the
+ * outermost one fails.
  */
 import type {
   ApiKey,
@@ -117,17 +118,18 @@ export class MemoryDatabase extends Effect.Service<MemoryDatabase>()("@intake/me
     const tables = emptyTables()
     const lock = yield* Effect.makeSemaphore(1)
 
-    /** Runs `self` as one transaction (or a savepoint, inside another). */
+    /** Runs `self` as one transaction (inside another, as part of it). */
     const transaction = <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
       Effect.flatMap(FiberRef.get(currentTransaction), (outer) => {
+        if (outer !== null) return self
         const log: UndoLog = []
-        const run = Effect.onExit(Effect.locally(self, currentTransaction, log), (exit) =>
-          Effect.sync(() => {
-            if (Exit.isFailure(exit)) undo(log)
-            else if (outer !== null) outer.push(...log)
-          })
+        return lock.withPermits(1)(
+          Effect.onExit(Effect.locally(self, currentTransaction, log), (exit) =>
+            Effect.sync(() => {
+              if (Exit.isFailure(exit)) undo(log)
+            })
+          )
         )
-        return outer === null ? lock.withPermits(1)(run) : run
       })
 
     /** One synchronous read or write, atomic on its own or part of the current transaction. */

@@ -1,26 +1,36 @@
 /** Memory adapters of the delivery queue and log, and of the dispatcher wake-up signal. */
-import { DeliveryRepository, DeliveryWakeups, EndpointHealth, Paging } from "@intake/domain"
+import {
+  type Delivery,
+  DeliveryRepository,
+  DeliveryWakeups,
+  EndpointHealth,
+  Paging,
+  type WebhookEndpoint
+} from "@intake/domain"
 import { Effect, Layer, Option, Queue } from "effect"
-import { MemoryDatabase } from "./database.js"
+import { MemoryDatabase, type Tables, type Writer } from "./database.js"
+
+/** The workspace's ACTIVE endpoints, oldest first. */
+export const activeEndpointsIn = (t: Tables, workspaceId: string): Array<WebhookEndpoint> =>
+  [...t.webhooks.values()]
+    .filter((endpoint) => endpoint.workspaceId === workspaceId && endpoint.status === "active")
+    .sort((a, b) => a.createdAt - b.createdAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
+
+/** Stores pending attempts, due at `dueAt`. */
+export const enqueueIn = (t: Tables, write: Writer, deliveries: ReadonlyArray<Delivery>, dueAt: number) => {
+  for (const delivery of deliveries) {
+    write.set(t.deliveries, delivery.id, delivery)
+    write.set(t.deliveryQueue, delivery.id, { dueAt, leaseUntil: null, claimToken: null })
+  }
+}
 
 export const MemoryDeliveryRepository = Layer.effect(
   DeliveryRepository,
   Effect.map(MemoryDatabase, (db) =>
     DeliveryRepository.of({
-      activeEndpoints: (workspaceId) =>
-        db.run((t) =>
-          [...t.webhooks.values()].filter(
-            (endpoint) => endpoint.workspaceId === workspaceId && endpoint.status === "active"
-          )
-        ),
+      activeEndpoints: (workspaceId) => db.run((t) => activeEndpointsIn(t, workspaceId)),
       endpoint: (webhookId) => db.run((t) => Option.fromNullable(t.webhooks.get(webhookId))),
-      enqueue: (deliveries, dueAt) =>
-        db.run((t, write) => {
-          for (const delivery of deliveries) {
-            write.set(t.deliveries, delivery.id, delivery)
-            write.set(t.deliveryQueue, delivery.id, { dueAt, leaseUntil: null, claimToken: null })
-          }
-        }),
+      enqueue: (deliveries, dueAt) => db.run((t, write) => enqueueIn(t, write, deliveries, dueAt)),
       claimDue: (now, limit, leaseMs, claimToken) =>
         db.run((t, write) => {
           const due = [...t.deliveryQueue]

@@ -1,6 +1,7 @@
 import { IntakeBotRepository, Paging } from "@intake/domain"
 import { Effect, Layer, Option } from "effect"
 import { MemoryDatabase } from "./database.js"
+import { activeEndpointsIn } from "./deliveries.js"
 
 export const MemoryIntakeBotRepository = Layer.effect(
   IntakeBotRepository,
@@ -21,6 +22,17 @@ export const MemoryIntakeBotRepository = Layer.effect(
         db.run((t) =>
           Option.filter(Option.fromNullable(t.bots.get(id)), (bot) => bot.workspaceId === workspaceId)
         ),
+      findIntakeTarget: (id, workspaceId) =>
+        db.run((t) => {
+          const bot = t.bots.get(id)
+          if (bot === undefined || (workspaceId !== null && bot.workspaceId !== workspaceId))
+            return Option.none()
+          return Option.map(Option.fromNullable(t.workspaces.get(bot.workspaceId)), (workspace) => ({
+            bot,
+            workspace,
+            activeEndpoints: activeEndpointsIn(t, bot.workspaceId)
+          }))
+        }),
       list: (workspaceId, page) =>
         db.run((t) => {
           const found = Paging.pageOf(

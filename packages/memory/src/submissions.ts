@@ -1,16 +1,31 @@
-import { Paging, SubmissionRepository } from "@intake/domain"
-import { Effect, Layer, Option } from "effect"
-import { MemoryDatabase } from "./database.js"
+import { type Message, Paging, type Submission, SubmissionRepository } from "@intake/domain"
+import { Effect, Either, Layer, Option } from "effect"
+import { MemoryDatabase, type Tables, type Writer } from "./database.js"
+import { quotaUsedUp, reserveSubmissionIn } from "./usage-counters.js"
+
+const insertIn = (t: Tables, write: Writer, submission: Submission, messages: ReadonlyArray<Message>) => {
+  write.set(t.submissions, submission.id, submission)
+  write.set(t.messages, submission.id, [...messages])
+}
 
 export const MemorySubmissionRepository = Layer.effect(
   SubmissionRepository,
   Effect.map(MemoryDatabase, (db) =>
     SubmissionRepository.of({
-      insert: (submission, messages) =>
-        db.run((t, w) => {
-          w.set(t.submissions, submission.id, submission)
-          w.set(t.messages, submission.id, [...messages])
-        }),
+      insert: (submission, messages) => db.run((t, w) => insertIn(t, w, submission, messages)),
+      // The count and the insert in one db.run: atomic against every other step and transaction.
+      insertWithinQuota: (submission, messages, quota) =>
+        Effect.flatMap(
+          db.run((t, w) => {
+            const reserved = reserveSubmissionIn(t, w, submission.workspaceId, quota.period, quota.max)
+            if (Either.isRight(reserved)) insertIn(t, w, submission, messages)
+            return reserved
+          }),
+          Either.match({
+            onLeft: (current) => Effect.fail(quotaUsedUp(quota.max, current)),
+            onRight: () => Effect.void
+          })
+        ),
       findById: (id) => db.run((t) => Option.fromNullable(t.submissions.get(id))),
       findInBot: (workspaceId, intakeBotId, id) =>
         db.run((t) => {

@@ -83,9 +83,12 @@ export const MemoryIdempotencyStore = Layer.effect(
           })
         ),
       complete: (scope, fingerprint, response, createdAt, expiresAt) =>
-        db.run((t, write) =>
+        db.run((t, write) => {
+          const stored = t.idempotency.get(recordKey(scope))
+          if (stored !== undefined && stored.expiresAt > createdAt) return false
           write.set(t.idempotency, recordKey(scope), { fingerprint, response, createdAt, expiresAt })
-        ),
+          return true
+        }),
       purgeExpired: (now) =>
         db.run((t, write) => {
           const expired = [...t.idempotency]

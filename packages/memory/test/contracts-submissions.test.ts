@@ -8,10 +8,11 @@ import {
 import { Layer } from "effect"
 import { MemoryDatabase } from "../src/database.js"
 import { MemorySubmissionPortsLive } from "../src/submission-ports.js"
+import { MemoryWebhookRepository } from "../src/webhooks.js"
 import { MemoryWorkspaceRepository } from "../src/workspace-repository.js"
 
 const memory = () =>
-  Layer.merge(MemorySubmissionPortsLive, MemoryWorkspaceRepository).pipe(
+  Layer.mergeAll(MemorySubmissionPortsLive, MemoryWorkspaceRepository, MemoryWebhookRepository).pipe(
     Layer.provide(MemoryDatabase.Default)
   )
 

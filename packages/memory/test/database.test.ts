@@ -37,19 +37,19 @@ describe("MemoryDatabase", () => {
     }).pipe(Effect.provide(MemoryDatabase.Default))
   )
 
-  it.effect("a failed nested transaction undoes only its own writes", () =>
+  it.effect("a nested transaction is part of the outer one: the outer's failure undoes its writes", () =>
     Effect.gen(function* () {
       const db = yield* MemoryDatabase
-      yield* db.transaction(
-        Effect.gen(function* () {
-          yield* putWorkspaceName(db, "ws_1", "outer")
-          yield* Effect.ignore(
-            db.transaction(Effect.zipRight(putWorkspaceName(db, "ws_2", "inner"), Effect.fail("no")))
-          )
-        })
-      )
-      expect(yield* nameOf(db, "ws_1")).toBe("outer")
-      expect(yield* nameOf(db, "ws_2")).toBeUndefined()
+      const failed = yield* db
+        .transaction(
+          Effect.gen(function* () {
+            yield* db.transaction(putWorkspaceName(db, "ws_1", "inner"))
+            return yield* Effect.fail("no" as const)
+          })
+        )
+        .pipe(Effect.flip)
+      expect(failed).toBe("no")
+      expect(yield* nameOf(db, "ws_1")).toBeUndefined()
     }).pipe(Effect.provide(MemoryDatabase.Default))
   )
 

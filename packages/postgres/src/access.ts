@@ -19,7 +19,7 @@ import {
   toNumber
 } from "./storage.js"
 
-const workspaceFromRow = (row: Row): Workspace => ({
+export const workspaceFromRow = (row: Row): Workspace => ({
   id: row.id as string,
   name: row.name as string,
   plan: row.plan as Workspace["plan"],

@@ -38,7 +38,7 @@ const deliveryFromRow = (row: Row): Delivery => ({
 })
 
 /** The columns of one row; `dueAt` null for a finished attempt. */
-const deliveryRow = (d: Delivery, dueAt: number | null) => ({
+export const deliveryRow = (d: Delivery, dueAt: number | null) => ({
   id: d.id,
   webhook_id: d.webhookId,
   event_id: d.eventId,

@@ -16,9 +16,12 @@ import {
   UsageCounters
 } from "@intake/domain"
 import { Effect, Layer, Option } from "effect"
+import { workspaceFromRow } from "./access.js"
+import { deliveryRow } from "./deliveries.js"
 import { afterPosition, pageFrom } from "./paging.js"
 import { readRows, type SqlText } from "./reads.js"
 import { fromJson, type Row, stored, toDate, toMillis, toNumber } from "./storage.js"
+import { endpointFromRow } from "./webhooks.js"
 
 /** A page of a workspace's bots with each one's submission_count (a counter column, kept by a trigger). */
 export const listBotsQuery = (sql: SqlClient.SqlClient, workspaceId: string, page: PageRequest) =>
@@ -110,6 +113,23 @@ export const PgIntakeBotRepository = Layer.effect(
         stored("intakeBots.findById")(
           Effect.map(sql<Row>`SELECT * FROM intake_bots WHERE id = ${id}`, findOne)
         ),
+      // One read: the bot joined to its workspace, with the workspace's active endpoints as json.
+      findIntakeTarget: (id, workspaceId) =>
+        stored("intakeBots.findIntakeTarget")(
+          Effect.map(
+            sql<Row>`SELECT b.*, row_to_json(w) AS workspace,
+                (SELECT coalesce(json_agg(e ORDER BY e.created_at, e.id), '[]'::json) FROM webhook_endpoints e
+                  WHERE e.workspace_id = b.workspace_id AND e.status = 'active') AS active_endpoints
+              FROM intake_bots b JOIN workspaces w ON w.id = b.workspace_id
+              WHERE ${sql.and([sql`b.id = ${id}`, ...(workspaceId === null ? [] : [sql`b.workspace_id = ${workspaceId}`])])}`,
+            (rows) =>
+              Option.map(Option.fromNullable(rows[0]), (row) => ({
+                bot: botFromRow(row),
+                workspace: workspaceFromRow(fromJson<Row>(row.workspace)),
+                activeEndpoints: fromJson<ReadonlyArray<Row>>(row.active_endpoints).map(endpointFromRow)
+              }))
+          )
+        ),
       findInWorkspace: (workspaceId, id) =>
         stored("intakeBots.findInWorkspace")(
           Effect.map(
@@ -172,29 +192,94 @@ const messageFromRow = (row: Row): Message => ({
   createdAt: toMillis(row.created_at)
 })
 
+/**
+ * The conditional upsert of a workspace's usage counter: one more submission for `period`,
+ * unless `max` are counted (then no row comes back). The row lock it takes serializes
+ * concurrent reservations until the transaction ends, and the WHERE sees the latest count.
+ */
+const reserveSubmission = (sql: SqlClient.SqlClient, workspaceId: string, period: string, max: number) =>
+  sql`INSERT INTO submission_usage (workspace_id, period, used)
+    SELECT ${workspaceId}, ${period}, 1 WHERE ${max}::int > 0
+    ON CONFLICT (workspace_id, period) DO UPDATE SET used = submission_usage.used + 1
+      WHERE submission_usage.used < ${max}::int
+    RETURNING used`
+
+const usedSubmissions = (sql: SqlClient.SqlClient, workspaceId: string, period: string) =>
+  Effect.map(
+    sql<Row>`SELECT used FROM submission_usage WHERE workspace_id = ${workspaceId} AND period = ${period}`,
+    (rows) => (rows[0] === undefined ? 0 : toNumber(rows[0].used))
+  )
+
+/** A reservation came back empty: the quota is used up (the count read for the error). */
+const quotaUsedUp = (sql: SqlClient.SqlClient, workspaceId: string, period: string, max: number) =>
+  Effect.flatMap(usedSubmissions(sql, workspaceId, period), (current) =>
+    Effect.fail(
+      new PlanLimitExceeded({
+        message: `The monthly quota of ${max} submissions is used up.`,
+        resource: "submissions",
+        current,
+        max
+      })
+    )
+  )
+
+/**
+ * One statement inserting a submission and its messages (data-modifying CTEs), only when
+ * `reserved` (a statement returning `used`) returns a row; answers `used` then, or no row.
+ * Parameters are cast: in INSERT … SELECT, Postgres does not take their types from the columns.
+ */
+const insertSubmission = (
+  sql: SqlClient.SqlClient,
+  s: Submission,
+  messages: ReadonlyArray<Message>,
+  reserved: ReturnType<typeof reserveSubmission> | null
+) => {
+  const messageRows = messages.map((m, position) => ({
+    id: m.id,
+    position,
+    role: m.role,
+    content: m.content,
+    created_at: toDate(m.createdAt).toISOString()
+  }))
+  return sql<Row>`WITH ${reserved === null ? sql`reserved AS (SELECT 0 AS used)` : sql`reserved AS (${reserved})`},
+    inserted AS (
+      INSERT INTO submissions (id, workspace_id, intake_bot_id, data, status, ai_summary, is_test, file_count, schema_version, created_at, updated_at)
+      SELECT ${s.id}, ${s.workspaceId}, ${s.intakeBotId}, ${JSON.stringify(s.data)}::json, ${s.status}, ${s.aiSummary},
+             ${s.isTest}::boolean, ${s.fileCount}::int, ${s.schemaVersion}::int, ${toDate(s.createdAt)}::timestamptz,
+             ${toDate(s.updatedAt)}::timestamptz
+      FROM reserved
+      RETURNING id
+    )${
+      messageRows.length === 0
+        ? sql``
+        : sql`, inserted_messages AS (
+      INSERT INTO messages (id, submission_id, position, role, content, created_at)
+      SELECT m.id, inserted.id, m.position, m.role, m.content, m.created_at
+      FROM inserted, json_to_recordset(${JSON.stringify(messageRows)}::json)
+        AS m(id text, position int, role text, content text, created_at timestamptz)
+    )`
+    }
+    SELECT used FROM reserved`
+}
+
 export const PgSubmissionRepository = Layer.effect(
   SubmissionRepository,
   Effect.zipWith(SqlClient.SqlClient, readRows, (sql, rowsOf) =>
     SubmissionRepository.of({
       insert: (s, messages) =>
-        stored("submissions.insert")(
-          sql.withTransaction(
-            Effect.gen(function* () {
-              yield* sql`INSERT INTO submissions (id, workspace_id, intake_bot_id, data, status, ai_summary, is_test, file_count, schema_version, created_at, updated_at)
-                VALUES (${s.id}, ${s.workspaceId}, ${s.intakeBotId}, ${JSON.stringify(s.data)}::json, ${s.status}, ${s.aiSummary},
-                        ${s.isTest}, ${s.fileCount}, ${s.schemaVersion}, ${toDate(s.createdAt)}, ${toDate(s.updatedAt)})`
-              if (messages.length > 0)
-                yield* sql`INSERT INTO messages ${sql.insert(
-                  messages.map((m, position) => ({
-                    id: m.id,
-                    submission_id: s.id,
-                    position,
-                    role: m.role,
-                    content: m.content,
-                    created_at: toDate(m.createdAt)
-                  }))
-                )}`
-            })
+        stored("submissions.insert")(Effect.asVoid(insertSubmission(sql, s, messages, null))),
+      // One statement: the usage counter's reservation, then the inserts when it got a row.
+      insertWithinQuota: (s, messages, quota) =>
+        stored("submissions.insertWithinQuota")(
+          Effect.flatMap(
+            insertSubmission(
+              sql,
+              s,
+              messages,
+              reserveSubmission(sql, s.workspaceId, quota.period, quota.max)
+            ),
+            (rows) =>
+              rows.length > 0 ? Effect.void : quotaUsedUp(sql, s.workspaceId, quota.period, quota.max)
           )
         ),
       findById: (id) =>
@@ -237,36 +322,20 @@ export const PgSubmissionRepository = Layer.effect(
 
 export const PgUsageCounters = Layer.effect(
   UsageCounters,
-  Effect.map(SqlClient.SqlClient, (sql) => {
-    const used = (workspaceId: string, period: string) =>
-      Effect.map(
-        sql<Row>`SELECT used FROM submission_usage WHERE workspace_id = ${workspaceId} AND period = ${period}`,
-        (rows) => (rows[0] === undefined ? 0 : toNumber(rows[0].used))
-      )
-    return UsageCounters.of({
-      // One conditional upsert: the row lock serializes concurrent reservations (until
-      // the transaction ends), and the WHERE is checked against the latest count.
+  Effect.map(SqlClient.SqlClient, (sql) =>
+    UsageCounters.of({
       reserveSubmission: (workspaceId, period, max) =>
         stored("usage.reserveSubmission")(
-          Effect.gen(function* () {
-            const rows = yield* sql<Row>`INSERT INTO submission_usage (workspace_id, period, used)
-              SELECT ${workspaceId}, ${period}, 1 WHERE ${max}::int > 0
-              ON CONFLICT (workspace_id, period) DO UPDATE SET used = submission_usage.used + 1
-                WHERE submission_usage.used < ${max}::int
-              RETURNING used`
-            if (rows[0] !== undefined) return toNumber(rows[0].used)
-            const current = yield* used(workspaceId, period)
-            return yield* new PlanLimitExceeded({
-              message: `The monthly quota of ${max} submissions is used up.`,
-              resource: "submissions",
-              current,
-              max
-            })
-          })
+          Effect.flatMap(reserveSubmission(sql, workspaceId, period, max), (rows) =>
+            rows[0] !== undefined
+              ? Effect.succeed(toNumber(rows[0].used))
+              : quotaUsedUp(sql, workspaceId, period, max)
+          )
         ),
-      submissionsUsed: (workspaceId, period) => stored("usage.submissionsUsed")(used(workspaceId, period))
+      submissionsUsed: (workspaceId, period) =>
+        stored("usage.submissionsUsed")(usedSubmissions(sql, workspaceId, period))
     })
-  })
+  )
 )
 
 const contactFromRow = (row: Row): Contact => ({
@@ -281,16 +350,22 @@ export const PgContactRepository = Layer.effect(
   ContactRepository,
   Effect.map(SqlClient.SqlClient, (sql) =>
     ContactRepository.of({
-      // ON CONFLICT waits for a concurrent insert of the same email to commit; the select
-      // that follows (a fresh snapshot under READ COMMITTED) then finds that contact.
+      // One statement, taking no lock on a known contact: the insert, or else the contact
+      // as the statement's snapshot shows it. A contact committed by a concurrent insert
+      // after that snapshot (ON CONFLICT waited for it) is not in it: a second read finds it.
       findOrCreate: (c) =>
         stored("contacts.findOrCreate")(
           Effect.gen(function* () {
-            const inserted = yield* sql<Row>`INSERT INTO contacts (id, workspace_id, email, name, created_at)
-              VALUES (${c.id}, ${c.workspaceId}, ${c.email}, ${c.name}, ${toDate(c.createdAt)})
-              ON CONFLICT (workspace_id, lower(email)) DO NOTHING
-              RETURNING *`
-            if (inserted[0] !== undefined) return { contact: contactFromRow(inserted[0]), created: true }
+            const [row] = yield* sql<Row>`WITH inserted AS (
+                INSERT INTO contacts (id, workspace_id, email, name, created_at)
+                VALUES (${c.id}, ${c.workspaceId}, ${c.email}, ${c.name}, ${toDate(c.createdAt)})
+                ON CONFLICT (workspace_id, lower(email)) DO NOTHING
+                RETURNING *
+              )
+              SELECT * FROM inserted
+              UNION ALL
+              SELECT * FROM contacts WHERE workspace_id = ${c.workspaceId} AND lower(email) = lower(${c.email})`
+            if (row !== undefined) return { contact: contactFromRow(row), created: row.id === c.id }
             const [existing] = yield* sql<Row>`SELECT * FROM contacts
               WHERE workspace_id = ${c.workspaceId} AND lower(email) = lower(${c.email})`
             if (existing === undefined)
@@ -323,24 +398,30 @@ export const PgEventOutbox = Layer.effect(
   EventOutbox,
   Effect.map(SqlClient.SqlClient, (sql) =>
     EventOutbox.of({
-      append: (events) =>
-        events.length === 0
-          ? Effect.void
-          : stored("outbox.append")(
-              Effect.asVoid(
-                sql`INSERT INTO domain_events ${sql.insert(
-                  events.map((e) => ({
-                    id: e.id,
-                    workspace_id: e.workspaceId,
-                    type: e.type,
-                    intake_bot_id: e.intakeBotId,
-                    submission_id: e.submissionId,
-                    contact_id: e.contactId,
-                    created_at: toDate(e.createdAt)
-                  }))
-                )}`
-              )
-            ),
+      // One statement: the events, and their attempts in a data-modifying CTE.
+      append: (events, queued) => {
+        if (events.length === 0) return Effect.void
+        const insertEvents = sql`INSERT INTO domain_events ${sql.insert(
+          events.map((e) => ({
+            id: e.id,
+            workspace_id: e.workspaceId,
+            type: e.type,
+            intake_bot_id: e.intakeBotId,
+            submission_id: e.submissionId,
+            contact_id: e.contactId,
+            created_at: toDate(e.createdAt)
+          }))
+        )}`
+        const deliveries =
+          queued === undefined ? [] : queued.deliveries.map((d) => deliveryRow(d, queued.dueAt))
+        return stored("outbox.append")(
+          Effect.asVoid(
+            deliveries.length === 0
+              ? insertEvents
+              : sql`WITH appended AS (${insertEvents}) INSERT INTO deliveries ${sql.insert(deliveries)}`
+          )
+        )
+      },
       findById: (id) =>
         stored("outbox.findById")(
           Effect.map(sql<Row>`SELECT * FROM domain_events WHERE id = ${id}`, (rows) =>

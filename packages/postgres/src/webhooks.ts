@@ -112,7 +112,9 @@ export const PgWebhookRepository = Layer.effect(
  * The in-flight marker is a transaction-scoped advisory lock on (api key, idempotency
  * key): a concurrent duplicate does not wait for the first request but is answered
  * idempotency_conflict at once; once the first commits, the lock is gone and its stored
- * response replays.
+ * response replays. The claim takes the lock and reads the record in one statement, whose
+ * snapshot is taken before the lock: a record committed in between is not seen, so
+ * `complete` inserts only where no unexpired record is, and tells when one was.
  */
 export const PgIdempotencyStore = Layer.effect(
   IdempotencyStore,
@@ -121,15 +123,16 @@ export const PgIdempotencyStore = Layer.effect(
       claim: (scope, fingerprint, now) =>
         stored("idempotency.claim")(
           Effect.gen(function* () {
-            const [lock] = yield* sql<Row>`SELECT pg_try_advisory_xact_lock(
-              hashtextextended(${`intake:idempotency:${scope.apiKeyId}|${scope.key}`}, 0)) AS locked`
-            if (lock?.locked !== true)
+            const [record] = yield* sql<Row>`SELECT pg_try_advisory_xact_lock(
+                hashtextextended(${`intake:idempotency:${scope.apiKeyId}|${scope.key}`}, 0)) AS locked,
+                r.fingerprint, r.response
+              FROM (VALUES (1)) AS one LEFT JOIN idempotency_records r
+                ON r.api_key_id = ${scope.apiKeyId} AND r.key = ${scope.key} AND r.expires_at > ${toDate(now)}`
+            if (record?.locked !== true)
               return yield* new IdempotencyConflict({
                 message: "A request with this Idempotency-Key is still in progress."
               })
-            const [record] = yield* sql<Row>`SELECT fingerprint, response FROM idempotency_records
-              WHERE api_key_id = ${scope.apiKeyId} AND key = ${scope.key} AND expires_at > ${toDate(now)}`
-            if (record === undefined) return { _tag: "Fresh" } as const
+            if (record.fingerprint === null) return { _tag: "Fresh" } as const
             if (record.fingerprint !== fingerprint)
               return yield* new IdempotencyConflict({
                 message: "This Idempotency-Key was used with another request."
@@ -137,13 +140,19 @@ export const PgIdempotencyStore = Layer.effect(
             return { _tag: "Replay", response: fromJson<StoredResponse>(record.response) } as const
           })
         ),
+      // An expired record not yet purged is replaced; an unexpired one is kept (no row back).
       complete: (scope, fingerprint, response, createdAt, expiresAt) =>
         stored("idempotency.complete")(
-          Effect.asVoid(sql`INSERT INTO idempotency_records (api_key_id, key, fingerprint, response, created_at, expires_at)
-            VALUES (${scope.apiKeyId}, ${scope.key}, ${fingerprint}, ${JSON.stringify(response)}::json,
-                    ${toDate(createdAt)}, ${toDate(expiresAt)})
-            ON CONFLICT (api_key_id, key) DO UPDATE SET fingerprint = EXCLUDED.fingerprint, response = EXCLUDED.response,
-              created_at = EXCLUDED.created_at, expires_at = EXCLUDED.expires_at`)
+          Effect.map(
+            sql<Row>`INSERT INTO idempotency_records (api_key_id, key, fingerprint, response, created_at, expires_at)
+              VALUES (${scope.apiKeyId}, ${scope.key}, ${fingerprint}, ${JSON.stringify(response)}::json,
+                      ${toDate(createdAt)}, ${toDate(expiresAt)})
+              ON CONFLICT (api_key_id, key) DO UPDATE SET fingerprint = EXCLUDED.fingerprint, response = EXCLUDED.response,
+                created_at = EXCLUDED.created_at, expires_at = EXCLUDED.expires_at
+                WHERE idempotency_records.expires_at <= EXCLUDED.created_at
+              RETURNING 1 AS stored`,
+            (rows) => rows.length > 0
+          )
         ),
       // In batches, each its own statement: a backlog of millions stays within the pool's
       // query timeout and never holds one long lock on the table.

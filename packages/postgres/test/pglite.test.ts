@@ -104,19 +104,15 @@ layer(sharedLayer(Layer.provideMerge(PgRepositoriesLive, migrated(layerPglite({}
     })
   )
 
-  it.effect("a failed nested unit of work is undone alone; the outer one commits", () =>
+  it.effect("a nested unit of work is part of the outer one: the outer's failure undoes its writes", () =>
     Effect.gen(function* () {
       const uow = yield* UnitOfWork
       const repo = yield* WorkspaceRepository
-      const kept = aWorkspace()
       const undone = aWorkspace()
-      yield* uow.transaction(
-        Effect.gen(function* () {
-          yield* repo.insert(kept)
-          yield* Effect.ignore(uow.transaction(Effect.zipRight(repo.insert(undone), Effect.fail("no"))))
-        })
-      )
-      expect(Option.isSome(yield* repo.findById(kept.id))).toBe(true)
+      const failed = yield* uow
+        .transaction(Effect.zipRight(uow.transaction(repo.insert(undone)), Effect.fail("no" as const)))
+        .pipe(Effect.flip)
+      expect(failed).toBe("no")
       expect(Option.isNone(yield* repo.findById(undone.id))).toBe(true)
     })
   )

@@ -77,6 +77,7 @@ export const storageContracts = (
     | UsageCounters
     | ContactRepository
     | EventOutbox
+    | DeliveryRepository
     | WebhookRepository
     | IdempotencyStore
     | UnitOfWork

@@ -43,20 +43,16 @@ export const RESPONSE_BODY_LIMIT = 1024
 export const USER_AGENT = "Intake-Webhooks/1"
 
 /**
- * Queues one pending attempt of each event for every ACTIVE endpoint that takes it.
- * Called inside the unit of work that records the events, so an event and its attempts
- * commit together. Answers how many attempts were queued.
+ * One pending attempt of each event for every endpoint of `endpoints` that takes it
+ * (only ACTIVE endpoints may be given), created at `now`.
  */
-export const queueDeliveries = (
+export const pendingAttemptsFor = (
   events: ReadonlyArray<DomainEvent>,
+  endpoints: ReadonlyArray<WebhookEndpoint>,
   now: number
-): Effect.Effect<number, StorageUnavailable, DeliveryRepository | Ids> =>
+): Effect.Effect<ReadonlyArray<Delivery>, never, Ids> =>
   Effect.gen(function* () {
-    if (events.length === 0) return 0
-    const repository = yield* DeliveryRepository
     const ids = yield* Ids
-    const workspaces = [...new Set(events.map((event) => event.workspaceId))]
-    const endpoints = (yield* Effect.forEach(workspaces, repository.activeEndpoints)).flat()
     const queued: Array<Delivery> = []
     for (const event of events)
       for (const endpoint of endpoints)
@@ -72,6 +68,24 @@ export const queueDeliveries = (
               createdAt: now
             })
           )
+    return queued
+  })
+
+/**
+ * Queues one pending attempt of each event for every ACTIVE endpoint that takes it.
+ * Called inside the unit of work that records the events, so an event and its attempts
+ * commit together. Answers how many attempts were queued.
+ */
+export const queueDeliveries = (
+  events: ReadonlyArray<DomainEvent>,
+  now: number
+): Effect.Effect<number, StorageUnavailable, DeliveryRepository | Ids> =>
+  Effect.gen(function* () {
+    if (events.length === 0) return 0
+    const repository = yield* DeliveryRepository
+    const workspaces = [...new Set(events.map((event) => event.workspaceId))]
+    const endpoints = (yield* Effect.forEach(workspaces, repository.activeEndpoints)).flat()
+    const queued = yield* pendingAttemptsFor(events, endpoints, now)
     if (queued.length > 0) yield* repository.enqueue(queued, now)
     return queued.length
   })

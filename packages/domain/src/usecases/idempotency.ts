@@ -1,16 +1,29 @@
 /**
  * Idempotent POSTs (decisions.md section 6). The claim, the operation's writes and the
  * stored response share one unit of work, so a crash never leaves one without the other.
- * The operation runs in a nested unit of work (a savepoint): when it fails with an error
- * worth replaying (404, 409, quota), its writes are undone but the response is stored.
+ * Nothing runs in a savepoint (each would cost a round trip on every request): when the
+ * operation fails with an error worth replaying (404, 409, quota), its whole unit of work
+ * is rolled back, and a second one claims the key again and stores the response. When
+ * `complete` finds a record the claim could not see (a duplicate that committed while the
+ * claim ran), that unit of work is rolled back too and the key claimed again: now it
+ * replays (or conflicts), and the operation's writes never commit twice.
  */
-import { Cause, Clock, Effect, Exit, Layer, Option } from "effect"
-import { StorageUnavailable } from "../errors.js"
+import { Cause, Clock, Data, Effect, Exit, Layer, Option } from "effect"
+import { IdempotencyConflict, StorageUnavailable } from "../errors.js"
 import { canonicalJson } from "../policies/canonical-json.js"
-import { Crypto, IdempotencyStore, UnitOfWork } from "../ports.js"
+import { Crypto, IdempotencyStore, type StoredResponse, UnitOfWork } from "../ports.js"
 import { Idempotency, type IdempotentOutcome } from "./services.js"
 
 export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000
+
+/** The operation failed with an error worth replaying: roll its writes back, then store `response`. */
+class UndoThenStore extends Data.TaggedError("IdempotencyUndoThenStore")<{
+  readonly error: unknown
+  readonly response: StoredResponse
+}> {}
+
+/** `complete` found a record stored after the claim read: roll back and claim again. */
+class ClaimRaced extends Data.TaggedError("IdempotencyClaimRaced") {}
 
 export const IdempotencyLive = Layer.effect(
   Idempotency,
@@ -27,36 +40,69 @@ export const IdempotencyLive = Layer.effect(
         const scope = { apiKeyId: request.apiKeyId, key: request.key }
         type A = Effect.Effect.Success<typeof operation>
         type E = Effect.Effect.Error<typeof operation>
-        const unit = Effect.gen(function* () {
-          const now = yield* Clock.currentTimeMillis
-          const claim = yield* store.claim(scope, request.fingerprint, now)
-          if (claim._tag === "Replay")
-            return Exit.succeed<IdempotentOutcome<A>>({ _tag: "Replayed", response: claim.response })
-          const store_ = (response: Parameters<typeof store.complete>[2]) =>
-            store.complete(scope, request.fingerprint, response, now, now + IDEMPOTENCY_TTL_MS)
+        type Answer = Exit.Exit<IdempotentOutcome<A>, E>
+        const replayed = (response: StoredResponse): Answer => Exit.succeed({ _tag: "Replayed", response })
 
-          const exit = yield* Effect.exit(uow.transaction(operation))
-          if (Exit.isSuccess(exit)) {
-            yield* store_(responses.onSuccess(exit.value))
-            return Exit.succeed<IdempotentOutcome<A>>({ _tag: "Fresh", value: exit.value })
-          }
-          // Only a plain failure of the operation may be stored: defects, interruptions
-          // and storage faults roll the whole unit of work back, claim included.
-          const failure = Cause.failureOption(exit.cause)
-          const error =
-            Option.isSome(failure) &&
-            !(failure.value instanceof StorageUnavailable) &&
-            !Cause.isDie(exit.cause) &&
-            !Cause.isInterrupted(exit.cause)
-              ? Option.some(failure.value as E)
-              : Option.none()
-          const response = Option.isSome(error) ? responses.onFailure(error.value) : undefined
-          if (response === undefined || Option.isNone(error)) return yield* Effect.failCause(exit.cause)
-          yield* store_(response)
-          // Commit the stored response, then answer with the failure.
-          return Exit.fail(error.value)
-        })
-        return Effect.flatten(uow.transaction(unit))
+        /** Stores `response` unless a record the claim did not see is there (then ClaimRaced). */
+        const complete = (response: StoredResponse, now: number) =>
+          Effect.flatMap(
+            store.complete(scope, request.fingerprint, response, now, now + IDEMPOTENCY_TTL_MS),
+            (stored) => (stored ? Effect.void : Effect.fail(new ClaimRaced()))
+          )
+
+        // The claim, the operation and its response: one unit of work.
+        const attempt = uow.transaction(
+          Effect.gen(function* () {
+            const now = yield* Clock.currentTimeMillis
+            const claim = yield* store.claim(scope, request.fingerprint, now)
+            if (claim._tag === "Replay") return replayed(claim.response)
+            const exit = yield* Effect.exit(operation)
+            if (Exit.isSuccess(exit)) {
+              yield* complete(responses.onSuccess(exit.value), now)
+              return Exit.succeed<IdempotentOutcome<A>>({ _tag: "Fresh", value: exit.value })
+            }
+            // Only a plain failure of the operation may be stored: defects, interruptions
+            // and storage faults roll the whole unit of work back, claim included.
+            const failure = Cause.failureOption(exit.cause)
+            const response =
+              Option.isSome(failure) &&
+              !(failure.value instanceof StorageUnavailable) &&
+              !Cause.isDie(exit.cause) &&
+              !Cause.isInterrupted(exit.cause)
+                ? responses.onFailure(failure.value)
+                : undefined
+            if (response === undefined || Option.isNone(failure)) return yield* Effect.failCause(exit.cause)
+            return yield* new UndoThenStore({ error: failure.value, response })
+          })
+        )
+
+        // The failure's response, in a unit of work of its own (the operation's was rolled back).
+        const storeFailure = ({ error, response }: UndoThenStore) =>
+          uow.transaction(
+            Effect.gen(function* () {
+              const now = yield* Clock.currentTimeMillis
+              const claim = yield* store.claim(scope, request.fingerprint, now)
+              if (claim._tag === "Replay") return replayed(claim.response)
+              yield* complete(response, now)
+              // Committed with the response; the failure is answered after the commit.
+              return Exit.fail(error as E) as Answer
+            })
+          )
+
+        const once = Effect.catchIf(attempt, (error) => error instanceof UndoThenStore, storeFailure)
+        const raced = (error: unknown) => error instanceof ClaimRaced
+        // Raced: the record is there now, so a second claim replays it (or conflicts).
+        return Effect.flatten(
+          Effect.catchIf(once, raced, () =>
+            Effect.catchIf(once, raced, () =>
+              Effect.fail(
+                new IdempotencyConflict({
+                  message: "A request with this Idempotency-Key is still in progress."
+                })
+              )
+            )
+          )
+        )
       }
     })
   })

@@ -1,8 +1,10 @@
 /**
- * The Submissions use cases (decisions.md section 3). Creating one validates first, asks
- * the summarizer outside the transaction (it may be slow), then in one unit of work
- * reserves the monthly quota, stores the submission with its messages, finds or creates
- * the contact and appends the events: all of it commits, or none of it.
+ * The Submissions use cases (decisions.md section 3). Creating one reads the bot with its
+ * workspace and webhook endpoints, validates, asks the summarizer outside the transaction
+ * (it may be slow), then in one unit of work finds or creates the contact, appends the
+ * events with their delivery attempts and, last, stores the submission within the
+ * monthly quota: all of it commits, or none of it. Each of those steps is one port call,
+ * one statement on PostgreSQL (docs/choices.md, "Round trips of a create").
  */
 import { Clock, Effect, Either, Layer, Option } from "effect"
 import { Conflict, invalid, notFound, type ValidationIssue } from "../errors.js"
@@ -21,18 +23,16 @@ import { monthlySubmissionQuota } from "../policies/plans.js"
 import {
   ContactRepository,
   Crypto,
-  DeliveryRepository,
   DeliveryWakeups,
   EventOutbox,
   Ids,
   IntakeBotRepository,
+  type IntakeTarget,
   SubmissionRepository,
   Summarizer,
-  UnitOfWork,
-  UsageCounters,
-  WorkspaceRepository
+  UnitOfWork
 } from "../ports.js"
-import { queueDeliveries } from "./deliveries.js"
+import { pendingAttemptsFor } from "./deliveries.js"
 import { IntakeBotCache, IntakeBotCacheLive } from "./intake-bot-cache.js"
 import { listed, pageRequest } from "./lists.js"
 import { type NewSubmission, Submissions } from "./services.js"
@@ -95,15 +95,12 @@ export const SubmissionsLive = Layer.effect(
     const bots = yield* IntakeBotRepository
     const cache = yield* IntakeBotCache
     const submissions = yield* SubmissionRepository
-    const workspaces = yield* WorkspaceRepository
-    const usage = yield* UsageCounters
     const contacts = yield* ContactRepository
     const outbox = yield* EventOutbox
     const summarizer = yield* Summarizer
     const unitOfWork = yield* UnitOfWork
     const crypto = yield* Crypto
     const ids = yield* Ids
-    const deliveryRepository = yield* DeliveryRepository
     const wakeups = yield* DeliveryWakeups
 
     const botInWorkspace = (workspaceId: string, id: string) =>
@@ -125,7 +122,16 @@ export const SubmissionsLive = Layer.effect(
         })
       )
 
-    const createFor = (bot: IntakeBot, input: NewSubmission) =>
+    const intakeTarget = (intakeBotId: string, workspaceId: string | null) =>
+      Effect.flatMap(
+        bots.findIntakeTarget(intakeBotId, workspaceId),
+        Option.match({
+          onNone: () => Effect.fail(notFound("intake_bot")),
+          onSome: Effect.succeed
+        })
+      )
+
+    const createFor = ({ bot, workspace, activeEndpoints }: IntakeTarget, input: NewSubmission) =>
       Effect.gen(function* () {
         const status = input.status ?? "COMPLETED"
         const issues = inputIssues(input)
@@ -147,13 +153,6 @@ export const SubmissionsLive = Layer.effect(
               message: `The intake bot is ${bot.status.toLowerCase()} and takes no submissions.`
             })
           )
-        const workspace = yield* Effect.flatMap(
-          workspaces.findById(bot.workspaceId),
-          Option.match({
-            onNone: () => Effect.fail(notFound("intake_bot")),
-            onSome: Effect.succeed
-          })
-        )
         const aiSummary = yield* summarizer.summarize({ bot, data, status })
         const id = yield* ids.next("sub")
         const messageIds = yield* Effect.forEach(input.messages ?? [], () => ids.next("msg"))
@@ -182,39 +181,51 @@ export const SubmissionsLive = Layer.effect(
         const contactId = contactCandidate === null ? null : yield* ids.next("con")
         const eventIds = [yield* ids.next("evt"), yield* ids.next("evt")] as const
 
-        const queued = yield* unitOfWork.transaction(
-          Effect.gen(function* () {
-            yield* usage.reserveSubmission(workspace.id, periodOf(now), monthlySubmissionQuota(workspace))
-            yield* submissions.insert(submission, messages)
-            if (status !== "COMPLETED") return 0
-            let contact: { readonly contact: Contact; readonly created: boolean } | null = null
-            if (contactCandidate !== null && contactId !== null)
-              contact = yield* contacts.findOrCreate({
-                id: contactId,
-                workspaceId: workspace.id,
-                email: contactCandidate.email,
-                name: contactCandidate.name,
-                createdAt: now
-              })
-            const event = (id: string, type: DomainEvent["type"]): DomainEvent => ({
-              id,
+        /** The contact, the events and their delivery attempts of a COMPLETED submission. */
+        const recordCompletion = Effect.gen(function* () {
+          let contact: { readonly contact: Contact; readonly created: boolean } | null = null
+          if (contactCandidate !== null && contactId !== null)
+            contact = yield* contacts.findOrCreate({
+              id: contactId,
               workspaceId: workspace.id,
-              type,
-              intakeBotId: bot.id,
-              submissionId: submission.id,
-              contactId: contact?.contact.id ?? null,
+              email: contactCandidate.email,
+              name: contactCandidate.name,
               createdAt: now
             })
-            const events = [
-              event(eventIds[0], "submission.completed"),
-              ...(contact?.created === true ? [event(eventIds[1], "contact.created")] : [])
-            ]
-            yield* outbox.append(events)
-            // The attempts commit with their events: none is lost, none sent for a rollback.
-            return yield* queueDeliveries(events, now).pipe(
-              Effect.provideService(DeliveryRepository, deliveryRepository),
-              Effect.provideService(Ids, ids)
-            )
+          const event = (id: string, type: DomainEvent["type"]): DomainEvent => ({
+            id,
+            workspaceId: workspace.id,
+            type,
+            intakeBotId: bot.id,
+            submissionId: submission.id,
+            contactId: contact?.contact.id ?? null,
+            createdAt: now
+          })
+          const events = [
+            event(eventIds[0], "submission.completed"),
+            ...(contact?.created === true ? [event(eventIds[1], "contact.created")] : [])
+          ]
+          const deliveries = yield* Effect.provideService(
+            pendingAttemptsFor(events, activeEndpoints, now),
+            Ids,
+            ids
+          )
+          // The attempts commit with their events: none is lost, none sent for a rollback.
+          yield* outbox.append(events, { deliveries, dueAt: now })
+          return deliveries.length
+        })
+
+        const queued = yield* unitOfWork.transaction(
+          Effect.gen(function* () {
+            const queued = status === "COMPLETED" ? yield* recordCompletion : 0
+            // Last: the workspace's usage counter (and the bot's submission count) stay locked
+            // from here to the commit only, so concurrent creates wait on each other briefly.
+            // Past the quota, it fails and the whole unit of work rolls back.
+            yield* submissions.insertWithinQuota(submission, messages, {
+              period: periodOf(now),
+              max: monthlySubmissionQuota(workspace)
+            })
+            return queued
           })
         )
         if (queued > 0) yield* wakeups.notify
@@ -245,19 +256,10 @@ export const SubmissionsLive = Layer.effect(
         }),
 
       create: (workspaceId, intakeBotId, input) =>
-        Effect.flatMap(botInWorkspace(workspaceId, intakeBotId), (bot) => createFor(bot, input)),
+        Effect.flatMap(intakeTarget(intakeBotId, workspaceId), (target) => createFor(target, input)),
 
       createForBot: (intakeBotId, input) =>
-        Effect.gen(function* () {
-          const bot = yield* Effect.flatMap(
-            bots.findById(intakeBotId),
-            Option.match({
-              onNone: () => Effect.fail(notFound("intake_bot")),
-              onSome: Effect.succeed
-            })
-          )
-          return yield* createFor(bot, input)
-        }),
+        Effect.flatMap(intakeTarget(intakeBotId, null), (target) => createFor(target, input)),
 
       remove: (id) =>
         Effect.flatMap(submissions.delete(id), (existed) =>

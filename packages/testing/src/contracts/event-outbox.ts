@@ -1,12 +1,21 @@
 import { expect, layer } from "@effect/vitest"
-import { EventOutbox, IntakeBotRepository, SubmissionRepository, WorkspaceRepository } from "@intake/domain"
+import {
+  DeliveryRepository,
+  EventOutbox,
+  IntakeBotRepository,
+  SubmissionRepository,
+  WorkspaceRepository
+} from "@intake/domain"
 import { Effect, type Layer, Option } from "effect"
+import { aDelivery } from "../fixtures-deliveries.js"
 import { domainEventRecord, intakeBotRecord, submissionRecord } from "../fixtures-submissions.js"
 import { aWorkspace, uniqueId } from "../records.js"
 
 export const eventOutboxContract = (
   name: string,
-  theLayer: Layer.Layer<EventOutbox | SubmissionRepository | IntakeBotRepository | WorkspaceRepository>
+  theLayer: Layer.Layer<
+    EventOutbox | SubmissionRepository | IntakeBotRepository | WorkspaceRepository | DeliveryRepository
+  >
 ): void =>
   layer(theLayer)(`EventOutbox contract (${name})`, (it) => {
     const givenSubmission = Effect.gen(function* () {
@@ -30,6 +39,26 @@ export const eventOutboxContract = (
         expect(yield* outbox.findById(created.id)).toEqual(Option.some(created))
         expect(Option.isNone(yield* outbox.findById(uniqueId("evt")))).toBe(true)
         yield* outbox.append([])
+      })
+    )
+
+    it.effect("attempts appended with their events are queued, due at the time given", () =>
+      Effect.gen(function* () {
+        const outbox = yield* EventOutbox
+        const deliveries = yield* DeliveryRepository
+        const submission = yield* givenSubmission
+        const completed = domainEventRecord(submission)
+        const created = domainEventRecord(submission, { type: "contact.created", contactId: uniqueId("con") })
+        const webhookId = uniqueId("wh")
+        const attempts = [completed, created].map((event) =>
+          aDelivery({ webhookId, eventId: event.id, eventType: event.type, createdAt: submission.createdAt })
+        )
+        yield* outbox.append([completed, created], { deliveries: attempts, dueAt: submission.createdAt })
+        expect(yield* outbox.findById(created.id)).toEqual(Option.some(created))
+        expect(yield* deliveries.attemptsOf(webhookId, completed.id)).toEqual([attempts[0]])
+        expect(yield* deliveries.attemptsOf(webhookId, created.id)).toEqual([attempts[1]])
+        const due = yield* deliveries.nextDueAt()
+        expect(Option.isSome(due) && due.value <= submission.createdAt).toBe(true)
       })
     )
 

@@ -78,6 +78,26 @@ export const idempotencyStoreContract = (
       })
     )
 
+    it.effect("complete keeps an unexpired record and answers false; it replaces an expired one", () =>
+      Effect.gen(function* () {
+        const store = yield* IdempotencyStore
+        const uow = yield* UnitOfWork
+        const scope = aScope()
+        expect(yield* uow.transaction(store.complete(scope, "fp", created, T0, T0 + DAY))).toBe(true)
+        const other = { status: 404, body: { code: "resource_not_found" } }
+        expect(yield* uow.transaction(store.complete(scope, "fp", other, T0 + 1, T0 + DAY + 1))).toBe(false)
+        expect(yield* uow.transaction(store.claim(scope, "fp", T0 + 2))).toEqual({
+          _tag: "Replay",
+          response: created
+        })
+        expect(yield* uow.transaction(store.complete(scope, "fp", other, T0 + DAY, T0 + 2 * DAY))).toBe(true)
+        expect(yield* uow.transaction(store.claim(scope, "fp", T0 + DAY + 1))).toEqual({
+          _tag: "Replay",
+          response: other
+        })
+      })
+    )
+
     it.effect("a completion inside a unit of work that fails leaves nothing stored", () =>
       Effect.gen(function* () {
         const store = yield* IdempotencyStore

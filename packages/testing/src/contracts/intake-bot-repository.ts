@@ -1,13 +1,19 @@
 import { expect, layer } from "@effect/vitest"
-import { IntakeBotRepository, SubmissionRepository, WorkspaceRepository } from "@intake/domain"
+import {
+  IntakeBotRepository,
+  SubmissionRepository,
+  WebhookRepository,
+  WorkspaceRepository
+} from "@intake/domain"
 import { Effect, type Layer, Option } from "effect"
 import { intakeBotRecord, submissionRecord } from "../fixtures-submissions.js"
+import { aWebhookEndpoint } from "../fixtures-webhooks.js"
 import { aWorkspace, uniqueId } from "../records.js"
 import { inNewestFirstOrder, walkPages } from "./paging.js"
 
 export const intakeBotRepositoryContract = (
   name: string,
-  theLayer: Layer.Layer<IntakeBotRepository | SubmissionRepository | WorkspaceRepository>
+  theLayer: Layer.Layer<IntakeBotRepository | SubmissionRepository | WorkspaceRepository | WebhookRepository>
 ): void =>
   layer(theLayer)(`IntakeBotRepository contract (${name})`, (it) => {
     const givenWorkspace = Effect.gen(function* () {
@@ -28,6 +34,44 @@ export const intakeBotRepositoryContract = (
         expect(Option.isNone(yield* bots.findInWorkspace(other.id, bot.id))).toBe(true)
         expect(Option.isNone(yield* bots.findById(uniqueId("bot")))).toBe(true)
       })
+    )
+
+    it.effect(
+      "the intake target is the bot with its workspace and the workspace's active endpoints, oldest first",
+      () =>
+        Effect.gen(function* () {
+          const bots = yield* IntakeBotRepository
+          const webhooks = yield* WebhookRepository
+          const workspace = yield* givenWorkspace
+          const other = yield* givenWorkspace
+          const bot = intakeBotRecord(workspace.id)
+          yield* bots.insert(bot)
+          const newer = aWebhookEndpoint({
+            workspaceId: workspace.id,
+            events: ["submission.completed", "contact.created"],
+            intakeBotIds: [bot.id],
+            createdAt: 2_000,
+            updatedAt: 3_000,
+            lastDeliveryAt: 2_500,
+            lastDeliveryOk: true
+          })
+          const older = aWebhookEndpoint({ workspaceId: workspace.id, createdAt: 1_000, updatedAt: 1_000 })
+          const disabled = aWebhookEndpoint({ workspaceId: workspace.id, status: "disabled" })
+          const theirs = aWebhookEndpoint({ workspaceId: other.id })
+          for (const endpoint of [newer, older, disabled, theirs])
+            yield* webhooks.insertWithinCap(endpoint, 10)
+
+          const expected = Option.some({ bot, workspace, activeEndpoints: [older, newer] })
+          expect(yield* bots.findIntakeTarget(bot.id, workspace.id)).toEqual(expected)
+          expect(yield* bots.findIntakeTarget(bot.id, null)).toEqual(expected)
+          expect(Option.isNone(yield* bots.findIntakeTarget(bot.id, other.id))).toBe(true)
+          expect(Option.isNone(yield* bots.findIntakeTarget(uniqueId("bot"), null))).toBe(true)
+          const lone = intakeBotRecord(other.id)
+          yield* bots.insert(lone)
+          expect(yield* bots.findIntakeTarget(lone.id, other.id)).toEqual(
+            Option.some({ bot: lone, workspace: other, activeEndpoints: [theirs] })
+          )
+        })
     )
 
     it.effect("an update replaces the stored bot", () =>

@@ -1,5 +1,11 @@
 import { expect, layer } from "@effect/vitest"
-import { IntakeBotRepository, SubmissionRepository, WorkspaceRepository } from "@intake/domain"
+import {
+  IntakeBotRepository,
+  PlanLimitExceeded,
+  SubmissionRepository,
+  UsageCounters,
+  WorkspaceRepository
+} from "@intake/domain"
 import { Effect, type Layer, Option } from "effect"
 import { intakeBotRecord, messageRecords, submissionRecord } from "../fixtures-submissions.js"
 import { aWorkspace, uniqueId } from "../records.js"
@@ -9,7 +15,7 @@ const T0 = 1_764_000_000_000
 
 export const submissionRepositoryContract = (
   name: string,
-  theLayer: Layer.Layer<SubmissionRepository | IntakeBotRepository | WorkspaceRepository>
+  theLayer: Layer.Layer<SubmissionRepository | IntakeBotRepository | WorkspaceRepository | UsageCounters>
 ): void =>
   layer(theLayer)(`SubmissionRepository contract (${name})`, (it) => {
     const givenBot = Effect.gen(function* () {
@@ -42,6 +48,68 @@ export const submissionRepositoryContract = (
         expect(Option.isNone(yield* submissions.findInBot(bot.workspaceId, bot.id, uniqueId("sub")))).toBe(
           true
         )
+      })
+    )
+
+    it.effect("insertWithinQuota counts and stores up to the quota, then refuses and writes nothing", () =>
+      Effect.gen(function* () {
+        const submissions = yield* SubmissionRepository
+        const usage = yield* UsageCounters
+        const bot = yield* givenBot
+        const quota = { period: "2026-11", max: 2 }
+        const first = submissionRecord(bot)
+        const messages = messageRecords(first, ["Hello", "Hi, what is your email?"])
+        yield* submissions.insertWithinQuota(first, messages, quota)
+        yield* submissions.insertWithinQuota(submissionRecord(bot), [], quota)
+        expect(yield* submissions.findInBot(bot.workspaceId, bot.id, first.id)).toEqual(
+          Option.some({ ...first, messages })
+        )
+        const refused = submissionRecord(bot)
+        const failure = yield* Effect.flip(
+          submissions.insertWithinQuota(refused, messageRecords(refused, ["Hello"]), quota)
+        )
+        expect(failure).toBeInstanceOf(PlanLimitExceeded)
+        expect((failure as PlanLimitExceeded).details).toEqual({
+          resource: "submissions",
+          current: 2,
+          max: 2
+        })
+        expect(Option.isNone(yield* submissions.findById(refused.id))).toBe(true)
+        expect(yield* usage.submissionsUsed(bot.workspaceId, "2026-11")).toBe(2)
+        // Another period counts from zero; a quota of 0 admits nothing.
+        yield* submissions.insertWithinQuota(submissionRecord(bot), [], { period: "2026-12", max: 2 })
+        expect(yield* usage.submissionsUsed(bot.workspaceId, "2026-12")).toBe(1)
+        const none = yield* Effect.flip(
+          submissions.insertWithinQuota(submissionRecord(bot), [], { period: "2027-01", max: 0 })
+        )
+        expect((none as PlanLimitExceeded).details).toEqual({ resource: "submissions", current: 0, max: 0 })
+      })
+    )
+
+    it.effect("30 concurrent insertWithinQuota with 10 left store exactly 10", () =>
+      Effect.gen(function* () {
+        const submissions = yield* SubmissionRepository
+        const usage = yield* UsageCounters
+        const bot = yield* givenBot
+        const quota = { period: "2026-11", max: 10 }
+        const outcomes = yield* Effect.all(
+          Array.from({ length: 30 }, () =>
+            Effect.either(submissions.insertWithinQuota(submissionRecord(bot), [], quota))
+          ),
+          { concurrency: "unbounded" }
+        )
+        expect(outcomes.filter((outcome) => outcome._tag === "Right")).toHaveLength(10)
+        expect(yield* usage.submissionsUsed(bot.workspaceId, "2026-11")).toBe(10)
+        const page = yield* submissions.list(
+          bot.workspaceId,
+          bot.id,
+          { limit: 100, after: null },
+          {
+            createdAfter: null,
+            createdBefore: null
+          }
+        )
+        expect(page.items).toHaveLength(10)
       })
     )
 

@@ -4,19 +4,21 @@ import {
   Conflict,
   Idempotency,
   IdempotencyConflict,
+  IdempotencyLive,
   IdempotencyStore,
   type IdempotentResponses,
   invalid,
   notFound,
   ResourceNotFound,
   type StorageUnavailable,
+  UnitOfWork,
   ValidationFailed,
   type WebhookEndpoint,
   WebhookRepository,
   Webhooks
 } from "@intake/domain"
 import { aWebhookEndpoint, givenWorkspace, uniqueId, webhookRulesLayer } from "@intake/testing"
-import { Effect, Either, Ref, TestClock } from "effect"
+import { Effect, Either, Layer, Ref, TestClock } from "effect"
 
 const HOUR = 60 * 60 * 1000
 const body = { url: "https://hooks.example.com/intake", events: ["submission.completed"] }
@@ -192,6 +194,49 @@ describe("Idempotency.run", () => {
       })
       expect(yield* Ref.get(runs)).toBe(1)
     }).pipe(Effect.provide(rules))
+  )
+
+  it.effect(
+    "a record the claim could not see (a duplicate committed meanwhile) is replayed; the writes are undone",
+    () =>
+      Effect.gen(function* () {
+        const store = yield* IdempotencyStore
+        const repo = yield* WebhookRepository
+        const req = request("fp")
+        const scope = { apiKeyId: req.apiKeyId, key: req.key }
+        const first = { status: 201, body: { n: 1 } }
+        yield* (yield* UnitOfWork).transaction(store.complete(scope, "fp", first, 0, 24 * HOUR))
+        // As on PostgreSQL when the duplicate commits between the claim's snapshot and its lock.
+        let stale = true
+        const staleFirstClaim = IdempotencyStore.of({
+          ...store,
+          claim: (...args) => {
+            if (!stale) return store.claim(...args)
+            stale = false
+            return Effect.succeed({ _tag: "Fresh" } as const)
+          }
+        })
+        const workspaceId = uniqueId("ws")
+        const runs = yield* Ref.make(0)
+        const operation = Effect.zipRight(
+          Ref.update(runs, (n) => n + 1),
+          Effect.as(repo.insertWithinCap(aWebhookEndpoint({ workspaceId }), 10), 2)
+        )
+        const outcome = yield* Effect.flatMap(Idempotency, (idempotency) =>
+          idempotency.run(
+            req,
+            operation,
+            responses(201, (n: number) => ({ n }))
+          )
+        ).pipe(
+          Effect.provide(
+            IdempotencyLive.pipe(Layer.provide(Layer.succeed(IdempotencyStore, staleFirstClaim)))
+          )
+        )
+        expect(outcome).toEqual({ _tag: "Replayed", response: first })
+        expect(yield* Ref.get(runs)).toBe(1)
+        expect((yield* repo.list(workspaceId, { limit: 10, after: null })).items).toEqual([])
+      }).pipe(Effect.provide(rules))
   )
 
   it.effect("a 409 conflict is stored and replayed", () =>

@@ -1,0 +1,136 @@
+/**
+ * What one POST /v1/intake-bots/:id/submissions costs the database below the HTTP edge:
+ * the statements that Idempotency.run around Submissions.create sends, as the server runs
+ * them, counted at the drivers (docs/choices.md, "Round trips of a create"). At most 9 in
+ * the common case (no replay; the contact new or known), on PostgreSQL and on PGlite.
+ */
+import { expect, layer } from "@effect/vitest"
+import {
+  Idempotency,
+  IntakeBots,
+  Provisioning,
+  type SubmissionDetail,
+  Submissions,
+  UseCasesLive,
+  WebhookRepository,
+  WebhookSettings
+} from "@intake/domain"
+import { aWebhookEndpoint, newIntakeBot, validSubmissionData } from "@intake/testing"
+import { Duration, Effect, Layer } from "effect"
+import { layerPglite } from "../src/pglite-client.js"
+import { pgPortsOn, type SqlDatabase } from "../src/runtime.js"
+import { PostgresTestDatabase } from "../src/test-database.js"
+import { statementsOf } from "./statements.js"
+import { describePostgres } from "./support.js"
+
+const MAX_ROUND_TRIPS = 9
+
+const runtimeOn = <E>(database: Layer.Layer<SqlDatabase, E>) =>
+  UseCasesLive.pipe(
+    Layer.provideMerge(pgPortsOn(database)),
+    Layer.provide(WebhookSettings.layer({ allowPrivateNetworks: false }))
+  )
+
+const scene = Effect.gen(function* () {
+  const provisioning = yield* Provisioning
+  const workspace = yield* provisioning.createWorkspace({ name: "Acme", plan: "pro" })
+  const issued = yield* provisioning.createApiKey(workspace.id, { scopes: ["write:intake-bots"] })
+  const bot = yield* (yield* IntakeBots).create(workspace.id, newIntakeBot())
+  return { workspaceId: workspace.id, apiKeyId: issued.apiKey.id, botId: bot.id }
+})
+
+type Scene = Effect.Effect.Success<typeof scene>
+
+/** The statements of one create, as the server runs it: with an Idempotency-Key unless `key` is null. */
+const measuredCreate = (
+  { workspaceId, apiKeyId, botId }: Scene,
+  data: Record<string, unknown>,
+  key: string | null
+) =>
+  Effect.gen(function* () {
+    const idempotency = yield* Idempotency
+    const submissions = yield* Submissions
+    const create = submissions.create(workspaceId, botId, { data })
+    const work =
+      key === null
+        ? Effect.asVoid(create)
+        : Effect.asVoid(
+            idempotency.run(
+              {
+                apiKeyId,
+                key,
+                fingerprint: idempotency.fingerprint("POST", `/v1/intake-bots/${botId}/submissions`, { data })
+              },
+              create,
+              {
+                onSuccess: (submission: SubmissionDetail) => ({ status: 201, body: { id: submission.id } }),
+                onFailure: () => undefined
+              }
+            )
+          )
+    const context = yield* Effect.context<Idempotency | Submissions>()
+    const { statements } = yield* Effect.promise(() =>
+      statementsOf(() => Effect.runPromise(Effect.provide(work, context)))
+    )
+    return statements
+  })
+
+const roundTripSuite = <E>(store: string, database: Layer.Layer<SqlDatabase, E>) =>
+  layer(runtimeOn(database), { timeout: Duration.seconds(120) })(
+    `round trips of a create on ${store}`,
+    (it) => {
+      it.effect(
+        `an idempotent create with a new or a known contact sends at most ${MAX_ROUND_TRIPS} statements`,
+        () =>
+          Effect.gen(function* () {
+            const given = yield* scene
+            const email = `ada-${given.botId}@example.com`
+            const newContact = yield* measuredCreate(
+              given,
+              validSubmissionData({ email }),
+              `k-${given.botId}-1`
+            )
+            const knownContact = yield* measuredCreate(
+              given,
+              validSubmissionData({ email }),
+              `k-${given.botId}-2`
+            )
+            for (const statements of [newContact, knownContact]) {
+              expect(statements.length, statements.join("\n")).toBeLessThanOrEqual(MAX_ROUND_TRIPS)
+              expect(statements.filter((statement) => /SAVEPOINT/i.test(statement))).toEqual([])
+              expect(statements[0]).toBe("BEGIN")
+              expect(statements.at(-1)).toBe("COMMIT")
+            }
+          })
+      )
+
+      it.effect(
+        "without a key, or with receivers to queue attempts for, a create stays within the bound",
+        () =>
+          Effect.gen(function* () {
+            const given = yield* scene
+            const plain = yield* measuredCreate(given, validSubmissionData(), null)
+            expect(plain.length, plain.join("\n")).toBeLessThanOrEqual(MAX_ROUND_TRIPS - 2)
+            yield* (yield* WebhookRepository).insertWithinCap(
+              aWebhookEndpoint({
+                workspaceId: given.workspaceId,
+                events: ["submission.completed", "contact.created"]
+              }),
+              10
+            )
+            const queued = yield* measuredCreate(
+              given,
+              validSubmissionData({ email: `grace-${given.botId}@example.com` }),
+              `k-${given.botId}-3`
+            )
+            // The attempts go with their events, in one statement; the dispatchers' wake-up is one more.
+            expect(queued.length, queued.join("\n")).toBeLessThanOrEqual(MAX_ROUND_TRIPS)
+            expect(queued.filter((statement) => statement.includes("pg_notify"))).toHaveLength(1)
+          })
+      )
+    }
+  )
+
+roundTripSuite("PGlite", layerPglite({}))
+
+describePostgres("on PostgreSQL", () => roundTripSuite("PostgreSQL", PostgresTestDatabase()))
