@@ -7,15 +7,9 @@ import { randomUUID } from "node:crypto"
 import { performance } from "node:perf_hooks"
 import { HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { openApiDocument } from "@intake/api"
-import {
-  Access,
-  AuthenticationRequired,
-  Crypto,
-  type Principal,
-  type RateLimitDecision
-} from "@intake/domain"
+import { Access, ClientAddress, type Principal, type RateLimitDecision } from "@intake/domain"
 import { DatabaseState } from "@intake/worker"
-import { Clock, Duration, Effect, FiberId, Option, Redacted, Runtime } from "effect"
+import { Clock, Duration, Effect, FiberId, Option, type Redacted, Runtime } from "effect"
 import { docsPage, makeScalarScript, SCALAR_SCRIPT_PATH } from "./docs.js"
 import { adminRoutes } from "./handlers-admin.js"
 import { v1Routes } from "./handlers-v1.js"
@@ -23,7 +17,6 @@ import { Readiness } from "./readiness.js"
 import {
   causeToResponse,
   DeadlineExceeded,
-  errorResponse,
   json,
   rateLimited,
   routeNotFound,
@@ -36,6 +29,8 @@ export interface AppOptions {
   readonly adminToken: Option.Option<Redacted.Redacted>
   /** REQUEST_TIMEOUT: a request not answered by then answers 500 (default 30 s). */
   readonly requestTimeout?: Duration.DurationInput
+  /** INTAKE_TRUSTED_PROXIES: peers whose X-Forwarded-For names the client; none when omitted. */
+  readonly trustedProxies?: ReadonlyArray<ClientAddress.AddressRange>
 }
 
 export const DEFAULT_REQUEST_TIMEOUT = Duration.seconds(30)
@@ -150,8 +145,12 @@ const dispatch = <R>(
   return found.route.run({ params: found.params, query: url.searchParams, pathname: url.pathname, principal })
 }
 
-const clientIp = (request: HttpServerRequest.HttpServerRequest) =>
-  Option.getOrElse(request.remoteAddress, () => "unknown")
+const clientIp = (request: HttpServerRequest.HttpServerRequest, trusted: AppOptions["trustedProxies"] = []) =>
+  ClientAddress.clientAddress(
+    Option.getOrElse(request.remoteAddress, () => "unknown"),
+    request.headers["x-forwarded-for"],
+    trusted
+  )
 
 /**
  * /v1: authenticate, rate limit (per key, or per IP when the key fails), then route. The
@@ -162,7 +161,8 @@ const v1 = (
   request: HttpServerRequest.HttpServerRequest,
   url: URL,
   facts: RequestFacts,
-  deadline: Deadline
+  deadline: Deadline,
+  trustedProxies: AppOptions["trustedProxies"]
 ) =>
   Effect.gen(function* () {
     const access = yield* Access
@@ -171,7 +171,7 @@ const v1 = (
     let decision: RateLimitDecision
     let response: HttpServerResponse.HttpServerResponse
     if (authenticated._tag === "Failure") {
-      decision = yield* access.limitAnonymous(clientIp(request))
+      decision = yield* access.limitAnonymous(clientIp(request, trustedProxies))
       response = decision.allowed ? yield* causeToResponse(authenticated.cause) : rateLimited(decision)
     } else {
       facts.workspaceId = authenticated.value.workspace.id
@@ -186,19 +186,20 @@ const v1 = (
     return withRateLimitHeaders(response, decision, yield* Clock.currentTimeMillis)
   })
 
-/** /admin: the operator token in constant time, then route; 404 when the interface is off. */
+/** /admin: the operator token (failed tries limited per client address), then route; 404 when the interface is off. */
 const admin = (
   request: HttpServerRequest.HttpServerRequest,
   url: URL,
   token: Redacted.Redacted,
-  facts: RequestFacts
+  facts: RequestFacts,
+  trustedProxies: AppOptions["trustedProxies"]
 ) =>
   Effect.gen(function* () {
-    const crypto = yield* Crypto
-    const given = /^bearer +(.+)$/i.exec(request.headers.authorization ?? "")?.[1] ?? ""
-    if (!crypto.constantTimeEqual(given, Redacted.value(token))) {
-      return errorResponse(new AuthenticationRequired({ message: "A valid operator token is required." }))
-    }
+    yield* (yield* Access).authorizeOperator(
+      request.headers.authorization,
+      token,
+      clientIp(request, trustedProxies)
+    )
     return yield* dispatch(adminRoutes, url, request.method, null, facts)
   })
 
@@ -217,12 +218,13 @@ export const makeApp = (options: AppOptions) => {
       () => new DeadlineExceeded({ requestId, method: request.method, route: facts.route ?? null, timeoutMs })
     )
     const response = yield* Effect.gen(function* () {
-      if (path === "/v1" || path.startsWith("/v1/")) return yield* v1(request, url, facts, deadline)
+      if (path === "/v1" || path.startsWith("/v1/"))
+        return yield* v1(request, url, facts, deadline, options.trustedProxies)
       return yield* deadline(
         Effect.gen(function* () {
           if (path === "/admin" || path.startsWith("/admin/")) {
             return Option.isSome(options.adminToken)
-              ? yield* admin(request, url, options.adminToken.value, facts)
+              ? yield* admin(request, url, options.adminToken.value, facts, options.trustedProxies)
               : routeNotFound()
           }
           facts.route = path

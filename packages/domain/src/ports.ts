@@ -243,6 +243,11 @@ export class RateLimiter extends Context.Tag("@intake/RateLimiter")<
      * admits more than `limit`.
      */
     readonly hit: (bucket: string, limit: number, windowMs: number) => Stored<RateLimitDecision>
+    /**
+     * What `hit` would answer now, counting nothing: `allowed` when fewer than `limit` were
+     * admitted in the last `windowMs`, `remaining` the requests that still would be.
+     */
+    readonly peek: (bucket: string, limit: number, windowMs: number) => Stored<RateLimitDecision>
   }
 >() {}
 

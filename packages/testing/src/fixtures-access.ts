@@ -84,18 +84,20 @@ export const ControlledRateLimiter = Layer.effectContext(
     const inner = yield* RateLimiter
     const mode = yield* Ref.make<LimiterMode>("answer")
     const calls = yield* Ref.make(0)
-    const limiter: RateLimiter["Type"] = {
-      hit: (bucket, limit, windowMs) =>
-        Effect.zipRight(
-          Ref.update(calls, (n) => n + 1),
-          Effect.flatMap(Ref.get(mode), (current) =>
-            current === "fail"
-              ? Effect.fail(new StorageUnavailable({ operation: "RateLimiter.hit" }))
-              : current === "hang"
-                ? Effect.never
-                : inner.hit(bucket, limit, windowMs)
-          )
+    const controlled = <A>(answer: Effect.Effect<A, StorageUnavailable>) =>
+      Effect.zipRight(
+        Ref.update(calls, (n) => n + 1),
+        Effect.flatMap(Ref.get(mode), (current) =>
+          current === "fail"
+            ? Effect.fail(new StorageUnavailable({ operation: "RateLimiter.hit" }))
+            : current === "hang"
+              ? Effect.never
+              : answer
         )
+      )
+    const limiter: RateLimiter["Type"] = {
+      hit: (bucket, limit, windowMs) => controlled(inner.hit(bucket, limit, windowMs)),
+      peek: (bucket, limit, windowMs) => controlled(inner.peek(bucket, limit, windowMs))
     }
     return Context.make(RateLimiter, limiter).pipe(
       Context.add(LimiterControl, { setMode: (next) => Ref.set(mode, next), calls: Ref.get(calls) })
