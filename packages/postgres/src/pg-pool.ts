@@ -9,6 +9,7 @@
  *   not put back: the next statement would queue behind the unanswered one. The pool
  *   opens a fresh connection in its place.
  * - TCP keepalive, so that the kernel notices a peer gone away from an idle connection.
+ * - LISTEN on connections that come back when lost (listen.ts).
  * - `idle_in_transaction_session_timeout` and `lock_timeout` on every session: a process
  *   that stalls inside a transaction (a GC or VM pause, SIGSTOP, a partition) has its
  *   session ended by PostgreSQL, its locks (a workspace's usage row, a bot's counter row)
@@ -18,8 +19,9 @@
 
 import { SqlError } from "@effect/sql/SqlError"
 import * as PgClient from "@effect/sql-pg/PgClient"
-import { Duration, Effect, Redacted } from "effect"
+import { Context, Duration, Effect, Layer, Redacted } from "effect"
 import { Pool, type PoolClient } from "pg"
+import { reconnectingListen } from "./listen.js"
 
 export interface PostgresConfig {
   readonly url: Redacted.Redacted
@@ -102,20 +104,25 @@ class GuardedPool extends Pool {
   }
 }
 
+/** The options of every connection: the pool's, and LISTEN's (listen.ts). */
+const connectionOptions = (config: PostgresConfig) => ({
+  connectionString: Redacted.value(config.url),
+  application_name: "@effect/sql-pg",
+  connectionTimeoutMillis: Duration.toMillis(config.connectTimeout ?? DEFAULT_CONNECT_TIMEOUT),
+  query_timeout: Duration.toMillis(config.queryTimeout ?? DEFAULT_QUERY_TIMEOUT),
+  keepAlive: true,
+  keepAliveInitialDelayMillis: KEEPALIVE_DELAY_MS,
+  // Sent as startup parameters: every session has them from its first statement.
+  idle_in_transaction_session_timeout: Duration.toMillis(
+    config.idleInTransactionTimeout ?? DEFAULT_IDLE_IN_TRANSACTION_TIMEOUT
+  ),
+  lock_timeout: Duration.toMillis(config.lockTimeout ?? DEFAULT_LOCK_TIMEOUT)
+})
+
 const makePool = (config: PostgresConfig) => {
   const pool = new GuardedPool({
-    connectionString: Redacted.value(config.url),
-    application_name: "@effect/sql-pg",
-    connectionTimeoutMillis: Duration.toMillis(config.connectTimeout ?? DEFAULT_CONNECT_TIMEOUT),
-    ...(config.maxConnections === undefined ? {} : { max: config.maxConnections }),
-    query_timeout: Duration.toMillis(config.queryTimeout ?? DEFAULT_QUERY_TIMEOUT),
-    keepAlive: true,
-    keepAliveInitialDelayMillis: KEEPALIVE_DELAY_MS,
-    // Sent as startup parameters: every session of the pool has them from its first statement.
-    idle_in_transaction_session_timeout: Duration.toMillis(
-      config.idleInTransactionTimeout ?? DEFAULT_IDLE_IN_TRANSACTION_TIMEOUT
-    ),
-    lock_timeout: Duration.toMillis(config.lockTimeout ?? DEFAULT_LOCK_TIMEOUT)
+    ...connectionOptions(config),
+    ...(config.maxConnections === undefined ? {} : { max: config.maxConnections })
   })
   // An idle connection's error is the pool's to handle (it drops the connection); unheard, it would crash the process.
   pool.on("error", () => {})
@@ -148,4 +155,14 @@ export const layerPostgres = (config: PostgresConfig) =>
       )
       return pool
     })
-  })
+  }).pipe(
+    // LISTEN that comes back after its connection is lost (listen.ts), in place of the one
+    // @effect/sql-pg keeps, which goes silent for good.
+    Layer.tap((context) =>
+      Effect.sync(() => {
+        Object.assign(Context.get(context, PgClient.PgClient), {
+          listen: reconnectingListen(connectionOptions(config))
+        })
+      })
+    )
+  )
