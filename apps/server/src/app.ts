@@ -7,14 +7,14 @@ import { performance } from "node:perf_hooks"
 import { openApiDocument } from "@intake/api"
 import {
   Access,
-  AuthenticationRequired,
-  Crypto,
+  ClientAddress,
+  type Crypto,
   type Idempotency,
   type Principal,
   type RateLimitDecision
 } from "@intake/domain"
 import { CurrentRequestId, DatabaseState } from "@intake/worker"
-import { Clock, Duration, Effect, FiberRef, Option, Redacted } from "effect"
+import { Clock, Duration, Effect, FiberRef, Option, type Redacted } from "effect"
 import { docsPage, makeScalarScript, SCALAR_SCRIPT_PATH } from "./docs.js"
 import { type AdminServices, adminRoutes } from "./handlers-admin.js"
 import { type V1Services, v1Routes } from "./handlers-v1.js"
@@ -22,7 +22,6 @@ import { Readiness } from "./readiness.js"
 import type { IncomingRequest } from "./request.js"
 import {
   causeToResponse,
-  errorResponse,
   internalErrorResponse,
   json,
   jsonText,
@@ -39,6 +38,8 @@ export interface AppOptions {
   readonly adminToken: Option.Option<Redacted.Redacted>
   /** REQUEST_TIMEOUT: a request not answered by then answers 500 (default 30 s). */
   readonly requestTimeout?: Duration.DurationInput
+  /** INTAKE_TRUSTED_PROXIES: peers whose X-Forwarded-For names the client; none when omitted. */
+  readonly trustedProxies?: ReadonlyArray<ClientAddress.AddressRange>
 }
 
 export const DEFAULT_REQUEST_TIMEOUT = Duration.seconds(30)
@@ -113,10 +114,18 @@ const dispatch = <R>(
   return found.route.run({ request, params: found.params, principal })
 }
 
-const clientIp = (request: IncomingRequest) => request.remoteAddress ?? "unknown"
+/** The client's address: the socket's, or X-Forwarded-For's past trusted proxies only. */
+const clientIp = (request: IncomingRequest, trusted: AppOptions["trustedProxies"] = []) => {
+  const forwarded = request.headers["x-forwarded-for"]
+  return ClientAddress.clientAddress(
+    request.remoteAddress ?? "unknown",
+    Array.isArray(forwarded) ? forwarded.join(", ") : forwarded,
+    trusted
+  )
+}
 
 /** /v1: authenticate, rate limit (per key, or per IP when the key fails), then route. */
-const v1 = (request: IncomingRequest, facts: RequestFacts) =>
+const v1 = (request: IncomingRequest, facts: RequestFacts, trustedProxies: AppOptions["trustedProxies"]) =>
   Effect.gen(function* () {
     const access = yield* Access
     // exit, not either: even a defect while authenticating answers with rate-limit headers.
@@ -124,7 +133,7 @@ const v1 = (request: IncomingRequest, facts: RequestFacts) =>
     let decision: RateLimitDecision
     let response: Reply
     if (authenticated._tag === "Failure") {
-      decision = yield* access.limitAnonymous(clientIp(request))
+      decision = yield* access.limitAnonymous(clientIp(request, trustedProxies))
       facts.decision = decision
       response = decision.allowed ? yield* causeToResponse(authenticated.cause) : rateLimited(decision)
     } else {
@@ -141,14 +150,19 @@ const v1 = (request: IncomingRequest, facts: RequestFacts) =>
     return withRateLimitHeaders(response, decision, yield* Clock.currentTimeMillis)
   })
 
-/** /admin: the operator token in constant time, then route; 404 when the interface is off. */
-const admin = (request: IncomingRequest, token: Redacted.Redacted, facts: RequestFacts) =>
+/** /admin: the operator token (failed tries limited per client address), then route; 404 when the interface is off. */
+const admin = (
+  request: IncomingRequest,
+  token: Redacted.Redacted,
+  facts: RequestFacts,
+  trustedProxies: AppOptions["trustedProxies"]
+) =>
   Effect.gen(function* () {
-    const crypto = yield* Crypto
-    const given = /^bearer +(.+)$/i.exec(request.headers.authorization ?? "")?.[1] ?? ""
-    if (!crypto.constantTimeEqual(given, Redacted.value(token))) {
-      return errorResponse(new AuthenticationRequired({ message: "A valid operator token is required." }))
-    }
+    yield* (yield* Access).authorizeOperator(
+      request.headers.authorization,
+      token,
+      clientIp(request, trustedProxies)
+    )
     return yield* dispatch(adminRoutes, request, null, facts)
   })
 
@@ -191,10 +205,10 @@ export const makeApp = (options: AppOptions) => {
     facts: RequestFacts
   ): Effect.Effect<Reply, unknown, AppServices> => {
     const path = request.pathname
-    if (path === "/v1" || path.startsWith("/v1/")) return v1(request, facts)
+    if (path === "/v1" || path.startsWith("/v1/")) return v1(request, facts, options.trustedProxies)
     if (path === "/admin" || path.startsWith("/admin/")) {
       return Option.isSome(options.adminToken)
-        ? admin(request, options.adminToken.value, facts)
+        ? admin(request, options.adminToken.value, facts, options.trustedProxies)
         : Effect.succeed(routeNotFound())
     }
     if (request.method === "GET") {
@@ -240,7 +254,9 @@ export const makeApp = (options: AppOptions) => {
       const decision =
         facts.decision ??
         (path === "/v1" || path.startsWith("/v1/")
-          ? yield* Effect.flatMap(Access, (access) => access.limitAnonymous(clientIp(request)))
+          ? yield* Effect.flatMap(Access, (access) =>
+              access.limitAnonymous(clientIp(request, options.trustedProxies))
+            )
           : undefined)
       if (decision !== undefined) {
         response = withRateLimitHeaders(response, decision, yield* Clock.currentTimeMillis)

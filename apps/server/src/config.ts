@@ -2,7 +2,7 @@
  * The server's configuration (decisions.md section 9), read through effect `Config` so a
  * bad value fails at start with the variable's name.
  */
-import { RetrySchedule } from "@intake/domain"
+import { ClientAddress, RetrySchedule } from "@intake/domain"
 import { logLevelConfig } from "@intake/worker"
 import { Config, ConfigError, Duration, Either, type LogLevel, Option, Redacted } from "effect"
 
@@ -23,6 +23,8 @@ export interface ServerConfig {
   readonly logLevel: LogLevel.LogLevel
   /** REQUEST_TIMEOUT: a request not answered by then answers 500 (default 30 s). */
   readonly requestTimeout: Duration.Duration
+  /** INTAKE_TRUSTED_PROXIES: whose X-Forwarded-For names the client (none by default). */
+  readonly trustedProxies: ReadonlyArray<ClientAddress.AddressRange>
 }
 
 /** `5s`, `30m`, `2h`, `5d`, `250ms`: a positive whole number and a unit (the domain's rule). */
@@ -47,6 +49,15 @@ const schedule = Config.string("WEBHOOK_RETRY_SCHEDULE").pipe(
   )
 )
 
+const trustedProxies = Config.string("INTAKE_TRUSTED_PROXIES").pipe(
+  Config.withDefault(""),
+  Config.mapOrFail((text) =>
+    Either.mapLeft(ClientAddress.parseTrustedProxies(text), (message) =>
+      ConfigError.InvalidData(["INTAKE_TRUSTED_PROXIES"], message)
+    )
+  )
+)
+
 const optionalSecret = (name: string) =>
   Config.option(Config.redacted(name)).pipe(
     Config.map(Option.filter((value) => Redacted.value(value).trim() !== ""))
@@ -66,7 +77,8 @@ export const serverConfig: Config.Config<ServerConfig> = Config.all({
   webhookDisableAfter: duration("WEBHOOK_DISABLE_AFTER", "5d"),
   keyCacheTtl: duration("INTAKE_KEY_CACHE_TTL", "60s"),
   logLevel: logLevelConfig,
-  requestTimeout: duration("REQUEST_TIMEOUT", "30s")
+  requestTimeout: duration("REQUEST_TIMEOUT", "30s"),
+  trustedProxies
 })
 
 /** One line naming the variable and what is wrong with it. */

@@ -33,7 +33,8 @@ const program = Effect.gen(function* () {
   const server = serverLayer({
     port: config.port,
     adminToken: config.adminToken,
-    requestTimeout: config.requestTimeout
+    requestTimeout: config.requestTimeout,
+    trustedProxies: config.trustedProxies
   }).pipe(Layer.provideMerge(services))
   return yield* Effect.gen(function* () {
     const { port } = yield* ListeningServer

@@ -1,5 +1,6 @@
 /** Starts the real server on a free port over the given services; tests talk to it over a socket. */
-import { Context, type Duration, Effect, Layer, Option, Redacted } from "effect"
+import { ClientAddress } from "@intake/domain"
+import { Context, type Duration, Effect, Either, Layer, Option, Redacted } from "effect"
 import { ListeningServer, serverLayer } from "../src/server.js"
 
 export const ADMIN_TOKEN = "test-admin-token-0123456789"
@@ -8,7 +9,12 @@ export class BaseUrl extends Context.Tag("test/BaseUrl")<BaseUrl, string>() {}
 
 export const testServer = <E, R>(
   services: Layer.Layer<R, E>,
-  options: { readonly admin?: boolean; readonly requestTimeout?: Duration.DurationInput } = {}
+  options: {
+    readonly admin?: boolean
+    readonly requestTimeout?: Duration.DurationInput
+    /** INTAKE_TRUSTED_PROXIES, as its text. */
+    readonly trustedProxies?: string
+  } = {}
 ) =>
   Layer.effect(
     BaseUrl,
@@ -19,7 +25,10 @@ export const testServer = <E, R>(
         port: 0,
         host: "127.0.0.1",
         adminToken: options.admin === false ? Option.none() : Option.some(Redacted.make(ADMIN_TOKEN)),
-        ...(options.requestTimeout === undefined ? {} : { requestTimeout: options.requestTimeout })
+        ...(options.requestTimeout === undefined ? {} : { requestTimeout: options.requestTimeout }),
+        ...(options.trustedProxies === undefined
+          ? {}
+          : { trustedProxies: Either.getOrThrow(ClientAddress.parseTrustedProxies(options.trustedProxies)) })
       })
     ),
     Layer.provide(services)

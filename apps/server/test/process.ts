@@ -34,6 +34,7 @@ export const environment = (extra: Record<string, string>) => {
     "INTAKE_ADMIN_TOKEN",
     "INTAKE_KEY_CACHE_TTL",
     "REQUEST_TIMEOUT",
+    "INTAKE_TRUSTED_PROXIES",
     "PORT"
   ]
   for (const [name, value] of Object.entries(process.env)) {

@@ -72,7 +72,8 @@ it.live.each<readonly [string, string]>([
   ["PORT", "abc"],
   ["REQUEST_TIMEOUT", "0s"],
   ["INTAKE_KEY_CACHE_TTL", "soon"],
-  ["WEBHOOK_RETRY_SCHEDULE", "5s,never"]
+  ["WEBHOOK_RETRY_SCHEDULE", "5s,never"],
+  ["INTAKE_TRUSTED_PROXIES", "10.0.0.0/8,proxy.internal"]
 ])(
   "refuses a bad %s with one line naming it and a non-zero exit code",
   ([name, value]) =>

@@ -61,6 +61,8 @@ export const StubServices = Layer.mergeAll(
         : header === "Bearer boom"
           ? Effect.die(new Error("connect ECONNREFUSED 10.0.0.5:5432 (pg driver)"))
           : Effect.fail(new AuthenticationRequired({ message: "A valid API key is required." })),
+    authorizeOperator: () =>
+      Effect.fail(new AuthenticationRequired({ message: "A valid operator token is required." })),
     limitKey: () => allowed,
     limitAnonymous: () => allowed,
     requireScope: () => Effect.void

@@ -34,7 +34,10 @@ export const runDispatcher = (options: DispatcherOptions) =>
     const dispatchOne = (delivery: Delivery) =>
       deliveries.dispatch(delivery, options.claimToken).pipe(
         Effect.tapErrorCause((cause) =>
-          Effect.logWarning(`delivery ${delivery.id}: attempt not recorded; its lease will return it`, cause)
+          Effect.logWarning(
+            `delivery ${delivery.id}: attempt not recorded; its claim was given back if the store allowed, else its lease returns it`,
+            cause
+          )
         ),
         Effect.orElseSucceed(() => undefined),
         Effect.ensuring(

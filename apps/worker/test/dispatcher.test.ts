@@ -2,6 +2,8 @@
 import { describe, expect, it } from "@effect/vitest"
 import {
   Deliveries,
+  DeliveriesLive,
+  DeliveryRepository,
   IntakeBots,
   ReceiverClient,
   type ReceiverRequest,
@@ -111,6 +113,76 @@ describe("the dispatcher", () => {
       expect(yield* (yield* Deliveries).claimDue(10, "d2")).toHaveLength(2)
     }).pipe(Effect.provide(deliveryRulesLayer(receiver.layer, { addresses })))
   })
+})
+
+describe("the dispatcher during a database blip", () => {
+  /** The delivery repository with `complete` failing its first `failures` calls, counting them. */
+  const failingCompletes = (failures: number) => {
+    const state = { calls: 0 }
+    const layer = Layer.effect(
+      DeliveryRepository,
+      Effect.map(DeliveryRepository, (inner) => ({
+        ...inner,
+        complete: (...args: Parameters<typeof inner.complete>) =>
+          Effect.suspend(() =>
+            ++state.calls <= failures
+              ? Effect.fail(new StorageUnavailable({ operation: "deliveries.complete" }))
+              : inner.complete(...args)
+          )
+      }))
+    )
+    return { state, layer }
+  }
+
+  /** The rules over the memory store, with Deliveries built on the faulty repository. */
+  const withFaultyRepository = (
+    receiver: Layer.Layer<ReceiverClient>,
+    faulty: Layer.Layer<DeliveryRepository, never, DeliveryRepository>
+  ) => {
+    const rules = deliveryRulesLayer(receiver, { addresses })
+    // One `rules` (layers are shared by reference), its Deliveries replaced by a fresh one (the
+    // shared DeliveriesLive is the one on the sound repository): the right side of a merge wins.
+    return Layer.merge(rules, Layer.fresh(DeliveriesLive).pipe(Layer.provide(faulty), Layer.provide(rules)))
+  }
+
+  it.effect("an attempt whose recording fails for a moment is recorded within seconds, and sent once", () => {
+    const receiver = slowReceiver(0)
+    const faulty = failingCompletes(3)
+    return Effect.gen(function* () {
+      const { workspaceId, webhookId } = yield* givenEvents(1)
+      const dispatcher = yield* Effect.fork(
+        runDispatcher({ concurrency: 2, pollIntervalMs: 1_000, claimToken: "d1" })
+      )
+      yield* TestClock.adjust(0)
+      for (let i = 0; i < 10; i++) yield* TestClock.adjust(100)
+      expect(faulty.state.calls).toBe(4)
+      expect(yield* statuses(workspaceId, webhookId)).toEqual(["succeeded"])
+      // Long past the lease: nothing is sent again.
+      yield* TestClock.adjust(120_000)
+      expect(receiver.state.sent).toHaveLength(1)
+      yield* Fiber.interrupt(dispatcher)
+    }).pipe(Effect.provide(withFaultyRepository(receiver.layer, faulty.layer)))
+  })
+
+  it.effect(
+    "recording that fails past its retries gives the claim back: the attempt is made again within seconds, not after the 60 s lease",
+    () => {
+      const receiver = slowReceiver(0)
+      // The first attempt's seven tries all fail; the second attempt's first one works.
+      const faulty = failingCompletes(7)
+      return Effect.gen(function* () {
+        const { workspaceId, webhookId } = yield* givenEvents(1)
+        const dispatcher = yield* Effect.fork(
+          runDispatcher({ concurrency: 2, pollIntervalMs: 1_000, claimToken: "d1" })
+        )
+        for (let second = 0; second < 10; second++) yield* TestClock.adjust(1_000)
+        expect(faulty.state.calls).toBe(8)
+        expect(receiver.state.sent).toHaveLength(2)
+        expect(yield* statuses(workspaceId, webhookId)).toEqual(["succeeded"])
+        yield* Fiber.interrupt(dispatcher)
+      }).pipe(Effect.provide(withFaultyRepository(receiver.layer, faulty.layer)))
+    }
+  )
 })
 
 describe("the dispatcher's logs", () => {

@@ -295,6 +295,17 @@ export class RateLimiter extends Context.Tag("@intake/RateLimiter")<
       windowMs: number,
       timeoutMs: number
     ) => Stored<RateLimitDecision>
+    /**
+     * What `hit` would answer now, counting nothing: `allowed` when fewer than `limit` were
+     * admitted in the last `windowMs`, `remaining` the requests that still would be. Bounded
+     * by `timeoutMs` as `hit` is.
+     */
+    readonly peek: (
+      bucket: string,
+      limit: number,
+      windowMs: number,
+      timeoutMs: number
+    ) => Stored<RateLimitDecision>
   }
 >() {}
 

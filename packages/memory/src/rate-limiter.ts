@@ -40,7 +40,11 @@ export const makeMemoryRateLimiter = () => {
         if (entry.log.size === 0) buckets.delete(bucket)
         else if (found === undefined) buckets.set(bucket, entry)
         return decision
-      })
+      }),
+    peek: (bucket, limit, windowMs) =>
+      Effect.map(Clock.currentTimeMillis, (now) =>
+        (buckets.get(bucket)?.log ?? new SlidingWindowLog()).peek(now, limit, windowMs)
+      )
   }
   return { limiter, bucketCount: () => buckets.size }
 }

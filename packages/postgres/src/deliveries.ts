@@ -193,8 +193,9 @@ export const DELIVERY_CHANNEL = "intake_deliveries"
 /**
  * Wake-ups over LISTEN/NOTIFY, shared by every process on the database. Signals coalesce
  * in one slot. NOTIFY is sent with `SELECT pg_notify(…)`, which runs on pg and PGlite
- * alike; the payload is not empty because `@effect/sql-pg` drops empty ones. A listener
- * that fails is started again; meanwhile the dispatchers' poll covers the gap.
+ * alike; the payload is not empty because `@effect/sql-pg` drops empty ones. On PostgreSQL
+ * the listener comes back by itself when its connection is lost (listen.ts); one that
+ * fails otherwise is started again. Meanwhile the dispatchers' poll covers the gap.
  */
 export const PgDeliveryWakeups = Layer.scoped(
   DeliveryWakeups,

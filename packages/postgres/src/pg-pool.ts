@@ -9,12 +9,19 @@
  *   not put back: the next statement would queue behind the unanswered one. The pool
  *   opens a fresh connection in its place.
  * - TCP keepalive, so that the kernel notices a peer gone away from an idle connection.
+ * - LISTEN on connections that come back when lost (listen.ts).
+ * - `idle_in_transaction_session_timeout` and `lock_timeout` on every session: a process
+ *   that stalls inside a transaction (a GC or VM pause, SIGSTOP, a partition) has its
+ *   session ended by PostgreSQL, its locks (a workspace's usage row, a bot's counter row)
+ *   released, and the other servers' writes go on within seconds; a lock still not granted
+ *   after `lockTimeout` fails its statement, which answers the sanitized 500 (docs/choices.md).
  */
 
 import { SqlError } from "@effect/sql/SqlError"
 import * as PgClient from "@effect/sql-pg/PgClient"
-import { Duration, Effect, Layer, Redacted } from "effect"
+import { Context, Duration, Effect, Layer, Redacted } from "effect"
 import { Pool, type PoolClient } from "pg"
+import { reconnectingListen } from "./listen.js"
 import { poolTypes } from "./pg-types.js"
 import { makePgReads, PgReads } from "./reads.js"
 
@@ -25,6 +32,10 @@ export interface PostgresConfig {
   /** Longest wait for a statement's answer; DEFAULT_QUERY_TIMEOUT when omitted. */
   readonly queryTimeout?: Duration.DurationInput
   readonly maxConnections?: number
+  /** How long a session may sit idle inside a transaction; DEFAULT_IDLE_IN_TRANSACTION_TIMEOUT when omitted. */
+  readonly idleInTransactionTimeout?: Duration.DurationInput
+  /** How long a statement waits for a lock; DEFAULT_LOCK_TIMEOUT when omitted. */
+  readonly lockTimeout?: Duration.DurationInput
 }
 
 /**
@@ -39,6 +50,19 @@ export const DEFAULT_CONNECT_TIMEOUT = Duration.seconds(5)
  * their own, without it): past it, the database is not slow but unreachable.
  */
 export const DEFAULT_QUERY_TIMEOUT = Duration.seconds(30)
+
+/**
+ * Intake's transactions run their statements back to back: a session idle inside one this
+ * long belongs to a process that stalled. Shorter than DEFAULT_LOCK_TIMEOUT, so a write
+ * queued behind one stalled holder gets its lock rather than an error.
+ */
+export const DEFAULT_IDLE_IN_TRANSACTION_TIMEOUT = Duration.seconds(3)
+
+/**
+ * A write that waits this long for a lock gives up and answers the sanitized 500: behind
+ * a queue of stalled holders (each freed only by the idle timeout) it would wait for all.
+ */
+export const DEFAULT_LOCK_TIMEOUT = Duration.seconds(5)
 
 /** When the kernel starts probing an idle connection (libuv then probes every second, ten times). */
 const KEEPALIVE_DELAY_MS = 10_000
@@ -82,15 +106,25 @@ class GuardedPool extends Pool {
   }
 }
 
+/** The options of every connection: the pool's, and LISTEN's (listen.ts). */
+const connectionOptions = (config: PostgresConfig) => ({
+  connectionString: Redacted.value(config.url),
+  application_name: "@effect/sql-pg",
+  connectionTimeoutMillis: Duration.toMillis(config.connectTimeout ?? DEFAULT_CONNECT_TIMEOUT),
+  query_timeout: Duration.toMillis(config.queryTimeout ?? DEFAULT_QUERY_TIMEOUT),
+  keepAlive: true,
+  keepAliveInitialDelayMillis: KEEPALIVE_DELAY_MS,
+  // Sent as startup parameters: every session has them from its first statement.
+  idle_in_transaction_session_timeout: Duration.toMillis(
+    config.idleInTransactionTimeout ?? DEFAULT_IDLE_IN_TRANSACTION_TIMEOUT
+  ),
+  lock_timeout: Duration.toMillis(config.lockTimeout ?? DEFAULT_LOCK_TIMEOUT)
+})
+
 const makePool = (config: PostgresConfig) => {
   const pool = new GuardedPool({
-    connectionString: Redacted.value(config.url),
-    application_name: "@effect/sql-pg",
-    connectionTimeoutMillis: Duration.toMillis(config.connectTimeout ?? DEFAULT_CONNECT_TIMEOUT),
+    ...connectionOptions(config),
     ...(config.maxConnections === undefined ? {} : { max: config.maxConnections }),
-    query_timeout: Duration.toMillis(config.queryTimeout ?? DEFAULT_QUERY_TIMEOUT),
-    keepAlive: true,
-    keepAliveInitialDelayMillis: KEEPALIVE_DELAY_MS,
     types: poolTypes
   })
   // An idle connection's error is the pool's to handle (it drops the connection); unheard, it would crash the process.
@@ -124,7 +158,17 @@ export const layerPostgres = (config: PostgresConfig) =>
       )
       // The pool is this layer's: PgClient borrows it, and the hot reads use it directly.
       return Layer.merge(
-        PgClient.layerFromPool({ acquire: Effect.succeed(pool) }),
+        PgClient.layerFromPool({ acquire: Effect.succeed(pool) }).pipe(
+          // LISTEN that comes back after its connection is lost (listen.ts), in place of the one
+          // @effect/sql-pg keeps, which goes silent for good.
+          Layer.tap((context) =>
+            Effect.sync(() => {
+              Object.assign(Context.get(context, PgClient.PgClient), {
+                listen: reconnectingListen(connectionOptions(config))
+              })
+            })
+          )
+        ),
         Layer.succeed(PgReads, makePgReads(pool))
       )
     })

@@ -17,7 +17,8 @@ import { RedisConnection } from "./connection.js"
 
 /**
  * KEYS[1] the bucket's sorted set; ARGV[1] limit, ARGV[2] window in ms, ARGV[3] a member
- * unique to this request (two requests in one millisecond must not collapse into one).
+ * unique to this request (two requests in one millisecond must not collapse into one),
+ * ARGV[4] "1" to record an admitted request, "0" to only look (peek).
  * Answers { allowed 0|1, remaining, resetAt ms, now ms }.
  *
  * A request admitted at t counts while t > now - window, as in the domain's SlidingWindowLog.
@@ -33,10 +34,12 @@ redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - window)
 local count = redis.call('ZCARD', KEYS[1])
 local allowed = 0
 if count < limit then
+  allowed = 1
+end
+if allowed == 1 and ARGV[4] == '1' then
   redis.call('ZADD', KEYS[1], now, ARGV[3])
   redis.call('PEXPIRE', KEYS[1], window)
   count = count + 1
-  allowed = 1
 end
 local resetAt = now
 local oldest = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
@@ -51,7 +54,13 @@ const COMMAND = "intakeSlidingWindow"
 type ScriptReply = [allowed: number, remaining: number, resetAt: number, now: number]
 
 interface SlidingWindowClient {
-  readonly [COMMAND]: (key: string, limit: number, windowMs: number, member: string) => Promise<ScriptReply>
+  readonly [COMMAND]: (
+    key: string,
+    limit: number,
+    windowMs: number,
+    member: string,
+    record: "1" | "0"
+  ) => Promise<ScriptReply>
 }
 
 /** The answer of `promise`, or a failure once `ms` passed without one. */
@@ -80,24 +89,28 @@ export const makeRedisRateLimiter = (client: Redis, keyPrefix: string): RateLimi
   const instance = randomBytes(6).toString("base64url")
   let sequence = 0
 
+  const run = (bucket: string, limit: number, windowMs: number, timeoutMs: number, record: "1" | "0") =>
+    Effect.tryPromise({
+      try: () =>
+        withinMs(
+          script[COMMAND](bucketKey(keyPrefix, bucket), limit, windowMs, `${instance}:${sequence++}`, record),
+          timeoutMs
+        ),
+      catch: (cause) =>
+        new StorageUnavailable({ operation: record === "1" ? "RateLimiter.hit" : "RateLimiter.peek", cause })
+    }).pipe(
+      Effect.map(([allowed, remaining, resetAt, now]) => ({
+        allowed: allowed === 1,
+        limit,
+        remaining,
+        resetAt,
+        retryAfterSeconds: allowed === 1 ? 0 : retryAfterSeconds(resetAt, now)
+      }))
+    )
+
   return {
-    hit: (bucket, limit, windowMs, timeoutMs) =>
-      Effect.tryPromise({
-        try: () =>
-          withinMs(
-            script[COMMAND](bucketKey(keyPrefix, bucket), limit, windowMs, `${instance}:${sequence++}`),
-            timeoutMs
-          ),
-        catch: (cause) => new StorageUnavailable({ operation: "RateLimiter.hit", cause })
-      }).pipe(
-        Effect.map(([allowed, remaining, resetAt, now]) => ({
-          allowed: allowed === 1,
-          limit,
-          remaining,
-          resetAt,
-          retryAfterSeconds: allowed === 1 ? 0 : retryAfterSeconds(resetAt, now)
-        }))
-      )
+    hit: (bucket, limit, windowMs, timeoutMs) => run(bucket, limit, windowMs, timeoutMs, "1"),
+    peek: (bucket, limit, windowMs, timeoutMs) => run(bucket, limit, windowMs, timeoutMs, "0")
   }
 }
 

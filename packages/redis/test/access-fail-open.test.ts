@@ -6,7 +6,7 @@ import { performance } from "node:perf_hooks"
 import { expect, it } from "@effect/vitest"
 import { Access, type Principal, Provisioning } from "@intake/domain"
 import { accessTestLayer, authenticate, provisionApiKey } from "@intake/testing"
-import { Effect, Layer, Logger } from "effect"
+import { Effect, Fiber, Layer, Logger } from "effect"
 import { RedisRateLimiterLive } from "../src/rate-limiter.js"
 import { closedPort, median, startRedisProxy, testConnection, withRedis } from "./support.js"
 
@@ -104,6 +104,43 @@ withRedis("Access on the Redis limiter, failing open", () => {
         }).pipe(Effect.provide(layer))
       }).pipe(Effect.scoped, Effect.provide(log.layer))
     }
+  )
+
+  it.live(
+    "Redis that hangs (connections open, no answers): one request per cool-down waits for it, the rest fail open at once",
+    () =>
+      Effect.gen(function* () {
+        const proxy = yield* Effect.acquireRelease(Effect.promise(startRedisProxy), (p) =>
+          Effect.promise(p.stop)
+        )
+        const limiter = RedisRateLimiterLive.pipe(Layer.provide(testConnection({ url: proxy.url })))
+        const timeoutMs = 400
+        const settings = { limiterTimeoutMs: timeoutMs, limiterCooldownMs: 200 }
+        yield* Effect.gen(function* () {
+          const { busy } = yield* principals
+          expect((yield* limitTimed(busy)).decision.remaining).toBe(499)
+          proxy.hang()
+          // The first request after the hang finds out, waiting its bound (as does any request
+          // arriving meanwhile, once per outage); the cool-down follows.
+          expect((yield* limitTimed(busy)).ms).toBeGreaterThanOrEqual(timeoutMs - 50)
+          // Then requests arrive every 5 ms for 2 s, whether or not earlier ones have answered.
+          const arrivals: Array<Fiber.RuntimeFiber<Effect.Effect.Success<ReturnType<typeof limitTimed>>>> = []
+          for (let i = 0; i < 400; i++) {
+            arrivals.push(yield* Effect.fork(limitTimed(busy)))
+            yield* Effect.sleep("5 millis")
+          }
+          const checks = yield* Fiber.joinAll(arrivals)
+          expect(checks.every((c) => c.decision.allowed && c.decision.limit === 500)).toBe(true)
+          const waited = checks.filter((c) => c.ms >= timeoutMs / 2)
+          console.log(
+            `limitKey with Redis hanging: ${waited.length} of ${checks.length} requests waited for it, ` +
+              `median ${median(checks.map((c) => c.ms)).toFixed(3)} ms`
+          )
+          // One probe per cool-down and timeout (600 ms): a handful, not all that arrive meanwhile.
+          expect(waited.length).toBeLessThanOrEqual(6)
+          expect(waited.length).toBeGreaterThanOrEqual(1)
+        }).pipe(Effect.provide(accessTestLayer({ rateLimiter: limiter, settings })))
+      }).pipe(Effect.scoped)
   )
 
   it.live("pointed at a closed port: the server's requests are served with their headers, fast", () =>

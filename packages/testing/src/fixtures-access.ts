@@ -84,22 +84,26 @@ export const ControlledRateLimiter = Layer.effectContext(
     const inner = yield* RateLimiter
     const mode = yield* Ref.make<LimiterMode>("answer")
     const calls = yield* Ref.make(0)
+    const controlled = <A>(answer: Effect.Effect<A, StorageUnavailable>, timeoutMs: number) =>
+      Effect.zipRight(
+        Ref.update(calls, (n) => n + 1),
+        Effect.flatMap(Ref.get(mode), (current) =>
+          current === "fail"
+            ? Effect.fail(new StorageUnavailable({ operation: "RateLimiter.hit" }))
+            : current === "hang"
+              ? // A store that never answers: the limiter gives up at its bound, as the port requires.
+                Effect.zipRight(
+                  Effect.sleep(timeoutMs),
+                  Effect.fail(new StorageUnavailable({ operation: "RateLimiter.hit" }))
+                )
+              : answer
+        )
+      )
     const limiter: RateLimiter["Type"] = {
       hit: (bucket, limit, windowMs, timeoutMs) =>
-        Effect.zipRight(
-          Ref.update(calls, (n) => n + 1),
-          Effect.flatMap(Ref.get(mode), (current) =>
-            current === "fail"
-              ? Effect.fail(new StorageUnavailable({ operation: "RateLimiter.hit" }))
-              : current === "hang"
-                ? // A store that never answers: the limiter gives up at its bound, as the port requires.
-                  Effect.zipRight(
-                    Effect.sleep(timeoutMs),
-                    Effect.fail(new StorageUnavailable({ operation: "RateLimiter.hit" }))
-                  )
-                : inner.hit(bucket, limit, windowMs, timeoutMs)
-          )
-        )
+        controlled(inner.hit(bucket, limit, windowMs, timeoutMs), timeoutMs),
+      peek: (bucket, limit, windowMs, timeoutMs) =>
+        controlled(inner.peek(bucket, limit, windowMs, timeoutMs), timeoutMs)
     }
     return Context.make(RateLimiter, limiter).pipe(
       Context.add(LimiterControl, { setMode: (next) => Ref.set(mode, next), calls: Ref.get(calls) })

@@ -22,6 +22,15 @@ export class SlidingWindowLog {
   private head = 0
 
   hit(now: EpochMillis, limit: number, windowMs: number): RateLimitDecision {
+    return this.decide(now, limit, windowMs, true)
+  }
+
+  /** What `hit` would decide now, without recording anything; `remaining` counts the slots left. */
+  peek(now: EpochMillis, limit: number, windowMs: number): RateLimitDecision {
+    return this.decide(now, limit, windowMs, false)
+  }
+
+  private decide(now: EpochMillis, limit: number, windowMs: number, record: boolean): RateLimitDecision {
     const times = this.times
     while (this.head < times.length && times[this.head]! <= now - windowMs) this.head++
     // Drop the expired prefix once it is most of the array, so memory follows the live log.
@@ -31,7 +40,7 @@ export class SlidingWindowLog {
     }
     const live = this.times.length - this.head
     const allowed = live < limit
-    if (allowed) this.insert(now)
+    if (allowed && record) this.insert(now)
     const size = this.times.length - this.head
     const resetAt = (size === 0 ? now - windowMs : this.times[this.head]!) + windowMs
     return {

@@ -8,8 +8,13 @@
  * AccessInvalidation; other instances drop theirs when the message reaches them, at the
  * latest when the TTL runs out (decisions.md section 4 allows 60 s).
  */
-import { Cause, Clock, Effect, Either, Layer, Option } from "effect"
-import { AuthenticationRequired, FeatureNotAvailable, WorkspaceArchived } from "../errors.js"
+import { Cause, Clock, Effect, Either, Layer, Option, Redacted } from "effect"
+import {
+  AuthenticationRequired,
+  FeatureNotAvailable,
+  RateLimitExceeded,
+  WorkspaceArchived
+} from "../errors.js"
 import type { ApiKey, EpochMillis, Workspace } from "../models.js"
 import * as ApiKeyFormat from "../policies/api-key.js"
 import {
@@ -50,6 +55,12 @@ export const defaultAccessSettings: AccessSettings = {
   limiterTimeoutMs: 3_000,
   limiterCooldownMs: 5_000
 }
+
+/**
+ * Failed operator-token tries per client address and minute. Past them, the address is
+ * refused whatever it sends, the right token included (docs/choices.md, Access).
+ */
+export const OPERATOR_AUTH_FAILURES_PER_MINUTE = 10
 
 /** The longest a revocation made elsewhere may go unnoticed (decisions.md section 4). */
 const MAX_KEY_CACHE_TTL_MS = 60_000
@@ -177,6 +188,8 @@ export const makeAccessLayer = (overrides: Partial<AccessSettings> = {}) =>
       let openUntil = 0
       // Whether the last answer was a failure: the log tells when this changes, not every request.
       let limiterDown = false
+      // While the limiter is down, one request at a time asks whether it is back (the probe).
+      let probing = false
 
       const openDecision = (limit: number, now: EpochMillis): RateLimitDecision => ({
         allowed: true,
@@ -186,13 +199,21 @@ export const makeAccessLayer = (overrides: Partial<AccessSettings> = {}) =>
         retryAfterSeconds: 0
       })
 
-      /** Asks the limiter; when it fails or is slow, lets the request through (fail open). */
-      const limitBucket = (bucket: string, limit: number) =>
+      /**
+       * Asks the limiter (`ask`: a hit or a peek); when it fails or is slow, lets the request
+       * through (fail open). After a failure it is not asked for the cool-down; then one
+       * request probes it while the others keep failing open at once: a limiter that hangs
+       * costs the probe its 3 s bound, not every request that arrives meanwhile.
+       */
+      const guarded = (ask: Effect.Effect<RateLimitDecision, unknown>, limit: number) =>
         Effect.gen(function* () {
           const now = yield* Clock.currentTimeMillis
-          if (now < openUntil) return openDecision(limit, now)
-          // The limiter bounds its own wait (the port's contract): a failure or a timeout fails open.
-          return yield* limiter.hit(bucket, limit, RATE_LIMIT_WINDOW_MS, settings.limiterTimeoutMs).pipe(
+          if (now < openUntil || (limiterDown && probing)) return openDecision(limit, now)
+          const probe = limiterDown
+          if (probe) probing = true
+          // The limiter bounds its own wait (the port's contract, settings.limiterTimeoutMs):
+          // a failure or a timeout fails open.
+          return yield* ask.pipe(
             // A caller that runs requests uninterruptibly can still cut this wait (its client went away).
             Effect.interruptible,
             Effect.tap(() => {
@@ -216,12 +237,54 @@ export const makeAccessLayer = (overrides: Partial<AccessSettings> = {}) =>
                 }
                 return openDecision(limit, failedAt)
               })
+            ),
+            Effect.ensuring(
+              Effect.sync(() => {
+                if (probe) probing = false
+              })
             )
           )
         })
 
+      const limitBucket = (bucket: string, limit: number) =>
+        guarded(limiter.hit(bucket, limit, RATE_LIMIT_WINDOW_MS, settings.limiterTimeoutMs), limit)
+
+      const tooManyOperatorFailures = (decision: RateLimitDecision) =>
+        new RateLimitExceeded({
+          message: "Too many failed operator authentications from this address; retry later.",
+          retryAfterSeconds: decision.retryAfterSeconds
+        })
+
+      const authorizeOperator = (
+        authorization: string | undefined,
+        token: Redacted.Redacted,
+        clientIp: string
+      ) =>
+        Effect.gen(function* () {
+          const bucket = `operator-failures:${clientIp}`
+          const limit = OPERATOR_AUTH_FAILURES_PER_MINUTE
+          const given = /^bearer +(.+)$/i.exec(authorization ?? "")?.[1] ?? ""
+          if (crypto.constantTimeEqual(given, Redacted.value(token))) {
+            // Refused too once the address is past its failures: otherwise a 429 would tell a
+            // wrong guess from the token, and guessing would go on at full speed.
+            const state = yield* guarded(
+              limiter.peek(bucket, limit, RATE_LIMIT_WINDOW_MS, settings.limiterTimeoutMs),
+              limit
+            )
+            if (!state.allowed) return yield* tooManyOperatorFailures(state)
+            return
+          }
+          const decision = yield* guarded(
+            limiter.hit(bucket, limit, RATE_LIMIT_WINDOW_MS, settings.limiterTimeoutMs),
+            limit
+          )
+          if (!decision.allowed) return yield* tooManyOperatorFailures(decision)
+          return yield* new AuthenticationRequired({ message: "A valid operator token is required." })
+        })
+
       return {
         authenticate,
+        authorizeOperator,
         limitKey: (principal) =>
           limitBucket(`key:${principal.apiKey.id}`, requestsPerMinute(principal.workspace)),
         limitAnonymous: (clientIp) => limitBucket(`ip:${clientIp}`, ANONYMOUS_REQUESTS_PER_MINUTE),

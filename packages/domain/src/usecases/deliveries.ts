@@ -5,7 +5,7 @@
  * send, log the attempt, update the endpoint's state, schedule the retry or give up);
  * send a test event or redeliver one at once; list an endpoint's attempts.
  */
-import { Clock, Data, Effect, Either, Layer, Option } from "effect"
+import { Clock, Data, Duration, Effect, Either, Layer, Option, Schedule } from "effect"
 import { Conflict, notFound, type StorageUnavailable } from "../errors.js"
 import type { Delivery, DomainEvent, WebhookEndpoint } from "../models.js"
 import {
@@ -112,6 +112,18 @@ interface SendResult {
   readonly durationMs: number
   readonly startedAt: number
 }
+
+/**
+ * How a claimed attempt rides out a database blip (docs/choices.md, Webhooks): its writes
+ * are tried again after 0.1, 0.2, 0.4, 0.8, 1.6 and 3.2 s, so a blip of a few seconds
+ * costs no lease (60 s) and no second send.
+ */
+export const STORE_RETRY = Schedule.exponential(Duration.millis(100)).pipe(
+  Schedule.intersect(Schedule.recurs(6))
+)
+
+const retriedOnStorage = <A, E extends { readonly _tag: string }, R>(write: Effect.Effect<A, E, R>) =>
+  Effect.retry(write, { schedule: STORE_RETRY, while: (error) => error._tag === "StorageUnavailable" })
 
 /** The source of an event is gone: its payload cannot be rebuilt. */
 class SourceGone extends Data.TaggedError("SourceGone")<{ readonly what: string }> {}
@@ -251,11 +263,14 @@ export const DeliveriesLive = Layer.effect(
 
     /** Closes an attempt that is not sent (endpoint gone, paused or disabled; source gone). */
     const dropAttempt = (delivery: Delivery, claimToken: string, error: string) =>
-      Effect.as(repository.complete({ ...delivery, status: "failed", error }, claimToken, null), {
-        ...delivery,
-        status: "failed" as const,
-        error
-      })
+      Effect.as(
+        retriedOnStorage(repository.complete({ ...delivery, status: "failed", error }, claimToken, null)),
+        {
+          ...delivery,
+          status: "failed" as const,
+          error
+        }
+      )
 
     const random = () => {
       const bytes = crypto.randomBytes(4)
@@ -427,10 +442,20 @@ export const DeliveriesLive = Layer.effect(
               })
             )
             .pipe(
+              // Rolled back whole on a failure, so trying again neither counts the outcome twice
+              // nor queues two retries; a commit whose answer was lost finds its claim gone (LostClaim).
+              retriedOnStorage,
               // Another dispatcher took the attempt over: what this one sent stays unlogged.
               Effect.catchTag("LostClaim", () => Effect.succeed(finishedAttempt(delivery, result, null)))
             )
-        }).pipe(Effect.tap(logAttempt))
+        }).pipe(
+          // Still failing after the retries (or reading what to send failed): the claim is
+          // given back, so the attempt is due again at once rather than when its lease ends.
+          Effect.tapError(() =>
+            Effect.ignore(retriedOnStorage(repository.release([delivery.id], claimToken)))
+          ),
+          Effect.tap(logAttempt)
+        )
     })
   })
 )

@@ -2,7 +2,7 @@
  * The use cases the adapters call, as services. Their layers live beside this file, one
  * per area; the HTTP layer depends only on these shapes.
  */
-import { Context, type Effect, type Option } from "effect"
+import { Context, type Effect, type Option, type Redacted } from "effect"
 import type {
   AuthenticationRequired,
   Conflict,
@@ -10,6 +10,7 @@ import type {
   IdempotencyConflict,
   InsufficientScopes,
   PlanLimitExceeded,
+  RateLimitExceeded,
   ResourceNotFound,
   StorageUnavailable,
   ValidationFailed,
@@ -68,6 +69,17 @@ export class Access extends Context.Tag("@intake/Access")<
     readonly authenticate: (
       authorization: string | undefined
     ) => Effect.Effect<Principal, Fails<AuthenticationRequired | WorkspaceArchived | FeatureNotAvailable>>
+    /**
+     * The operator token of /admin (`Authorization: Bearer <token>`, compared in constant
+     * time), with failed tries limited per client address: past
+     * OPERATOR_AUTH_FAILURES_PER_MINUTE in a minute, 429 for every request from it, the
+     * right token included. Fails open like the other limits.
+     */
+    readonly authorizeOperator: (
+      authorization: string | undefined,
+      token: Redacted.Redacted,
+      clientIp: string
+    ) => Effect.Effect<void, AuthenticationRequired | RateLimitExceeded>
     /** The key's sliding window (plan limit or the workspace's override). Fails open. */
     readonly limitKey: (principal: Principal) => Effect.Effect<RateLimitDecision>
     /** The per-client-IP window for requests without a valid key (100 per minute). Fails open. */

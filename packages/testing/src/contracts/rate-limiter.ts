@@ -154,6 +154,26 @@ export const rateLimiterContract = (
       })
     )
 
+    it.effect("peek tells whether a hit would be admitted, and counts nothing", () =>
+      Effect.gen(function* () {
+        const limiter = yield* RateLimiter
+        const bucket = uniqueId("bucket")
+        const peek = () => limiter.peek(bucket, 2, window, 3_000)
+        expect(yield* peek()).toMatchObject({ allowed: true, limit: 2, remaining: 2, retryAfterSeconds: 0 })
+        for (let i = 0; i < 5; i++) yield* peek()
+        yield* hits(bucket, 2, 1)
+        expect(yield* peek()).toMatchObject({ allowed: true, remaining: 1 })
+        yield* hits(bucket, 2, 1)
+        const full = yield* peek()
+        expect(full).toMatchObject({ allowed: false, remaining: 0 })
+        expect(full.retryAfterSeconds).toBeGreaterThanOrEqual(1)
+        // The window slides as for hits: once the two admitted requests left, it is open again.
+        yield* advance(window + step)
+        expect(yield* peek()).toMatchObject({ allowed: true, remaining: 2 })
+        expect((yield* hits(bucket, 2, 3)).map((d) => d.allowed)).toEqual([true, true, false])
+      })
+    )
+
     it.effect("buckets are independent", () =>
       Effect.gen(function* () {
         const full = uniqueId("bucket")

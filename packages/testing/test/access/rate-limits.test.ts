@@ -1,6 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Access, type Principal, Provisioning } from "@intake/domain"
-import { Effect, Fiber, Logger, Option, TestClock } from "effect"
+import { Access, OPERATOR_AUTH_FAILURES_PER_MINUTE, type Principal, Provisioning } from "@intake/domain"
+import { Effect, Either, Fiber, Logger, Option, Redacted, TestClock } from "effect"
 import {
   accessTestLayer,
   authenticate,
@@ -149,6 +149,65 @@ describe("rate limits fail open", () => {
       }).pipe(Effect.provide(accessTestLayer({ rateLimiter: ControlledRateLimiter })))
   )
 
+  it.effect(
+    "after the cool-down one request at a time asks a hanging limiter; the others fail open without waiting",
+    () =>
+      Effect.gen(function* () {
+        const control = yield* LimiterControl
+        const access = yield* Access
+        const principal = yield* principalOf()
+        yield* control.setMode("hang")
+        // The first request finds out, waiting its 3 s; the cool-down follows.
+        const first = yield* Effect.fork(access.limitKey(principal))
+        yield* TestClock.adjust(3_000)
+        yield* Fiber.join(first)
+        yield* TestClock.adjust(5_000)
+
+        // The cool-down is over: one request probes (and waits), the next twenty answer at once.
+        const probe = yield* Effect.fork(access.limitKey(principal))
+        yield* TestClock.adjust(1)
+        const others = yield* Effect.fork(
+          Effect.all(
+            Array.from({ length: 20 }, () => access.limitAnonymous("203.0.113.7")),
+            { concurrency: "unbounded" }
+          )
+        )
+        yield* TestClock.adjust(1)
+        const answered = yield* Fiber.poll(others)
+        expect(Option.isSome(answered)).toBe(true)
+        expect(yield* control.calls).toBe(2)
+        expect(Option.isNone(yield* Fiber.poll(probe))).toBe(true)
+
+        // The probe gives up after its 3 s: another cool-down, then one probe again.
+        yield* TestClock.adjust(2_998)
+        expect((yield* Fiber.join(probe)).allowed).toBe(true)
+        yield* TestClock.adjust(5_000)
+        yield* control.setMode("answer")
+        expect(yield* access.limitKey(principal)).toMatchObject({ allowed: true, remaining: 99 })
+        expect(yield* control.calls).toBe(3)
+        // Answering again: every request asks it, limits enforced.
+        expect(yield* access.limitKey(principal)).toMatchObject({ allowed: true, remaining: 98 })
+        expect(yield* control.calls).toBe(4)
+      }).pipe(Effect.provide(accessTestLayer({ rateLimiter: ControlledRateLimiter })))
+  )
+
+  it.effect("a probe cut off (its client went away) lets the next request probe", () =>
+    Effect.gen(function* () {
+      const control = yield* LimiterControl
+      const access = yield* Access
+      yield* control.setMode("fail")
+      yield* access.limitAnonymous("203.0.113.7")
+      yield* TestClock.adjust(5_000)
+      yield* control.setMode("hang")
+      const probe = yield* Effect.fork(access.limitAnonymous("203.0.113.7"))
+      yield* TestClock.adjust(1_000)
+      yield* Fiber.interrupt(probe)
+      yield* control.setMode("answer")
+      expect(yield* access.limitAnonymous("203.0.113.7")).toMatchObject({ allowed: true, remaining: 99 })
+      expect(yield* control.calls).toBe(3)
+    }).pipe(Effect.provide(accessTestLayer({ rateLimiter: ControlledRateLimiter })))
+  )
+
   it.effect("a hanging limiter is cut after 3 s also inside an uninterruptible request", () =>
     Effect.gen(function* () {
       const control = yield* LimiterControl
@@ -233,4 +292,53 @@ describe("rate limits fail open", () => {
       Effect.provide(Logger.replace(Logger.defaultLogger, capture))
     )
   })
+})
+
+describe("Access.authorizeOperator", () => {
+  const token = Redacted.make("operator-token-0123456789")
+  const authorize = (authorization: string | undefined, clientIp = "203.0.113.7") =>
+    Effect.flatMap(Access, (access) =>
+      Effect.either(access.authorizeOperator(authorization, token, clientIp))
+    )
+  const outcome = (authorization: string | undefined, clientIp?: string) =>
+    Effect.map(authorize(authorization, clientIp), (result) =>
+      Either.isRight(result) ? "ok" : `${result.left.httpStatus}`
+    )
+
+  it.effect(
+    `${OPERATOR_AUTH_FAILURES_PER_MINUTE} failed tries per address and minute; then 429 for everything from it, the token included`,
+    () =>
+      Effect.gen(function* () {
+        expect(yield* outcome("Bearer operator-token-0123456789")).toBe("ok")
+        expect(yield* outcome("bearer   operator-token-0123456789")).toBe("ok")
+        const failures = yield* Effect.forEach(
+          Array.from({ length: OPERATOR_AUTH_FAILURES_PER_MINUTE }),
+          (_, i) => outcome(i % 2 === 0 ? `Bearer guess-${i}` : undefined)
+        )
+        expect(failures.every((status) => status === "401")).toBe(true)
+        // The address is past its failures: a wrong and the right token are answered alike.
+        yield* TestClock.adjust(20_000)
+        const refused = yield* authorize("Bearer guess-x")
+        const refusedRight = yield* authorize("Bearer operator-token-0123456789")
+        for (const result of [refused, refusedRight]) {
+          expect(Either.isLeft(result) && result.left._tag).toBe("RateLimitExceeded")
+          if (Either.isLeft(result) && result.left._tag === "RateLimitExceeded")
+            expect(result.left.retryAfterSeconds).toBe(40)
+        }
+        // Another address is not affected, and refused tries do not extend the lockout.
+        expect(yield* outcome("Bearer operator-token-0123456789", "198.51.100.1")).toBe("ok")
+        expect(yield* outcome("Bearer wrong", "198.51.100.1")).toBe("401")
+        yield* TestClock.adjust(40_000)
+        expect(yield* outcome("Bearer operator-token-0123456789")).toBe("ok")
+      }).pipe(Effect.provide(accessTestLayer()))
+  )
+
+  it.effect("fails open with the other limits when the limiter is down", () =>
+    Effect.gen(function* () {
+      const control = yield* LimiterControl
+      yield* control.setMode("fail")
+      expect(yield* outcome("Bearer wrong")).toBe("401")
+      expect(yield* outcome("Bearer operator-token-0123456789")).toBe("ok")
+    }).pipe(Effect.provide(accessTestLayer({ rateLimiter: ControlledRateLimiter })))
+  )
 })

@@ -1,0 +1,150 @@
+/**
+ * A server process stalled mid-transaction (SIGSTOP, as a GC or VM pause or a partition
+ * would leave it) while another serves the same workspace on one PostgreSQL database: the
+ * stalled one's session is ended by the idle-in-transaction timeout, its row locks go with
+ * it, and the healthy server's writes answer within seconds instead of at their deadline.
+ */
+import { execFileSync } from "node:child_process"
+import { performance } from "node:perf_hooks"
+import { SqlClient } from "@effect/sql"
+import { expect, it } from "@effect/vitest"
+import { freshDatabaseUrl, layerPostgres, probeTestServer, testServerUrl } from "@intake/postgres"
+import { Context, Effect, Layer, Redacted } from "effect"
+import { ADMIN_TOKEN } from "./harness.js"
+import { startServer, timedGet } from "./process.js"
+import { admin, dataOf, provision } from "./support.js"
+
+const postgresAvailable: boolean = await (async () => {
+  const probe = await probeTestServer()
+  if (probe._tag === "Right") return true
+  const message = `PostgreSQL is unreachable at ${testServerUrl()} (${probe.left})`
+  if (process.env.CI === "true") throw new Error(`${message}; CI needs it.`)
+  console.warn(`${message}: skipping the stalled-server test.`)
+  return false
+})()
+
+/**
+ * Sends `signal` to the process and all its descendants: `tsx` runs the server in a child
+ * process of its own, and SIGSTOP, which cannot be relayed, must reach the server itself.
+ */
+const signalTree = (pid: number, signal: NodeJS.Signals) => {
+  let children: Array<number> = []
+  try {
+    children = execFileSync("pgrep", ["-P", String(pid)], { encoding: "utf8" })
+      .split("\n")
+      .filter((line) => line.trim() !== "")
+      .map(Number)
+  } catch {}
+  process.kill(pid, signal)
+  for (const child of children) signalTree(child, signal)
+}
+
+const submission = { data: { name: "Ada", email: "ada@example.com", message: "Hello" } }
+
+const post = (baseUrl: string, key: string, botId: string, signal?: AbortSignal) =>
+  Effect.promise(async () => {
+    const started = performance.now()
+    try {
+      const response = await fetch(`${baseUrl}/v1/intake-bots/${botId}/submissions`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+        body: JSON.stringify(submission),
+        ...(signal === undefined ? {} : { signal })
+      })
+      const body = await response.text()
+      return { status: response.status, body, ms: performance.now() - started }
+    } catch {
+      return { status: 0, body: "", ms: performance.now() - started }
+    }
+  })
+
+/** Sessions of the database idle inside a transaction while holding a write lock a submission needs. */
+const lockHoldersIdleInTransaction = (sql: SqlClient.SqlClient) =>
+  Effect.map(
+    sql<{ count: number }>`SELECT count(DISTINCT a.pid)::int AS count
+      FROM pg_stat_activity a JOIN pg_locks l ON l.pid = a.pid
+      WHERE a.datname = current_database() AND a.state = 'idle in transaction'
+        AND l.relation IN ('submission_usage'::regclass, 'intake_bots'::regclass)
+        AND l.mode = 'RowExclusiveLock'`,
+    (rows) => rows[0]!.count
+  )
+
+it.scopedLive.skipIf(!postgresAvailable)(
+  "a server stopped mid-transaction holds no workspace's writes on another server for more than seconds",
+  () =>
+    Effect.gen(function* () {
+      const database = yield* freshDatabaseUrl()
+      // A deadline well past the idle-in-transaction timeout (5 s): a write that waits for the
+      // stalled server's locks shows as a 500 at 20 s, one that does not as a 201 within seconds.
+      const env = { DATABASE_URL: database.url, INTAKE_ADMIN_TOKEN: ADMIN_TOKEN, REQUEST_TIMEOUT: "20s" }
+      const stalled = yield* startServer(env)
+      const healthy = yield* startServer(env)
+      const tenant = yield* provision(stalled.baseUrl)
+      dataOf(
+        yield* admin(stalled.baseUrl, "PATCH", `/admin/workspaces/${tenant.workspaceId}`, {
+          monthly_submission_quota: 1_000_000
+        })
+      )
+      const sql = Context.get(
+        yield* Layer.build(layerPostgres({ url: Redacted.make(database.url), maxConnections: 1 })),
+        SqlClient.SqlClient
+      )
+
+      // A POST load on one server: its submissions take the workspace's usage row in turn.
+      const load = new AbortController()
+      yield* Effect.addFinalizer(() => Effect.sync(() => load.abort()))
+      const loop = Effect.gen(function* () {
+        while (!load.signal.aborted) yield* post(stalled.baseUrl, tenant.key, tenant.botId, load.signal)
+      })
+      for (let i = 0; i < 6; i++) yield* Effect.forkScoped(loop)
+      yield* Effect.sleep("500 millis")
+
+      // Stopped at a moment it holds the row locks inside an open transaction (else let it go on and try again).
+      // Whatever happens, it is not left stopped (its SIGTERM at the end would wait for nothing).
+      yield* Effect.addFinalizer(() => Effect.sync(() => signalTree(stalled.child.pid!, "SIGCONT")))
+      let held = false
+      for (let attempt = 0; attempt < 40 && !held; attempt++) {
+        signalTree(stalled.child.pid!, "SIGSTOP")
+        yield* Effect.sleep("100 millis")
+        held = (yield* lockHoldersIdleInTransaction(sql)) > 0
+        if (!held) {
+          signalTree(stalled.child.pid!, "SIGCONT")
+          yield* Effect.sleep("50 millis")
+        }
+      }
+      expect(held).toBe(true)
+
+      // The healthy server's writes to the same workspace answer within seconds: done, or
+      // (queued behind several stalled transactions past the lock timeout) a sanitized 500.
+      // Until three in a row are done at once: the stalled server's queued transactions
+      // each take the locks in turn (and lose them at the idle timeout) before that.
+      const stoppedAt = performance.now()
+      const writes: Array<Effect.Effect.Success<ReturnType<typeof post>>> = []
+      const settled = () =>
+        writes.length >= 3 && writes.slice(-3).every((w) => w.status === 201 && w.ms < 1_000)
+      while (!settled() && performance.now() - stoppedAt < 40_000)
+        writes.push(yield* post(healthy.baseUrl, tenant.key, tenant.botId))
+      console.log(
+        `writes on the healthy server while the other is stopped: ${writes.map((w) => `${w.status} in ${Math.round(w.ms)} ms`).join(", ")}`
+      )
+      for (const answer of writes) {
+        expect(answer.ms).toBeLessThan(10_000)
+        if (answer.status !== 201)
+          expect(JSON.parse(answer.body)).toEqual({
+            success: false,
+            error: { code: "internal_error", message: "An unexpected error occurred." }
+          })
+      }
+      expect(settled()).toBe(true)
+
+      // Resumed, the stopped server serves again (its ended session is replaced).
+      signalTree(stalled.child.pid!, "SIGCONT")
+      load.abort()
+      const back = yield* timedGet(stalled.baseUrl, "/v1/intake-bots", tenant.key).pipe(
+        Effect.repeat({ until: (answer) => answer.status === 200 }),
+        Effect.timeout("10 seconds")
+      )
+      expect(back.status).toBe(200)
+    }),
+  120_000
+)
