@@ -16,6 +16,7 @@ import {
 } from "@intake/domain"
 import { DatabaseState } from "@intake/worker"
 import { Clock, Duration, Effect, FiberId, Option, Redacted, Runtime } from "effect"
+import { type CorsOrigins, isPreflight, preflightHeaders, responseCorsHeaders } from "./cors.js"
 import { docsPage, makeScalarScript, SCALAR_SCRIPT_PATH } from "./docs.js"
 import { adminRoutes } from "./handlers-admin.js"
 import { v1Routes } from "./handlers-v1.js"
@@ -36,6 +37,8 @@ export interface AppOptions {
   readonly adminToken: Option.Option<Redacted.Redacted>
   /** REQUEST_TIMEOUT: a request not answered by then answers 500 (default 30 s). */
   readonly requestTimeout?: Duration.DurationInput
+  /** INTAKE_CORS_ORIGINS: unset, CORS is off. */
+  readonly corsOrigins?: CorsOrigins | undefined
 }
 
 export const DEFAULT_REQUEST_TIMEOUT = Duration.seconds(30)
@@ -217,7 +220,19 @@ export const makeApp = (options: AppOptions) => {
       () => new DeadlineExceeded({ requestId, method: request.method, route: facts.route ?? null, timeoutMs })
     )
     const response = yield* Effect.gen(function* () {
-      if (path === "/v1" || path.startsWith("/v1/")) return yield* v1(request, url, facts, deadline)
+      if (path === "/v1" || path.startsWith("/v1/")) {
+        const cors = options.corsOrigins
+        if (cors === undefined) return yield* v1(request, url, facts, deadline)
+        // A preflight carries no key: it is answered before authentication (docs/choices.md, HTTP).
+        if (isPreflight(request.method, request.headers)) {
+          return HttpServerResponse.empty({
+            status: 204,
+            headers: preflightHeaders(cors, request.headers.origin)
+          })
+        }
+        const answer = yield* v1(request, url, facts, deadline)
+        return HttpServerResponse.setHeaders(answer, responseCorsHeaders(cors, request.headers.origin))
+      }
       return yield* deadline(
         Effect.gen(function* () {
           if (path === "/admin" || path.startsWith("/admin/")) {

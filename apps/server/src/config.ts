@@ -5,6 +5,7 @@
 import { RetrySchedule } from "@intake/domain"
 import { logLevelConfig } from "@intake/worker"
 import { Config, ConfigError, Duration, Either, type LogLevel, Option, Redacted } from "effect"
+import { type CorsOrigins, parseCorsOrigins } from "./cors.js"
 
 export interface ServerConfig {
   readonly port: number
@@ -23,6 +24,8 @@ export interface ServerConfig {
   readonly logLevel: LogLevel.LogLevel
   /** REQUEST_TIMEOUT: a request not answered by then answers 500 (default 30 s). */
   readonly requestTimeout: Duration.Duration
+  /** INTAKE_CORS_ORIGINS: origins answered as CORS on /v1; undefined, CORS is off. */
+  readonly corsOrigins: CorsOrigins | undefined
 }
 
 /** `5s`, `30m`, `2h`, `5d`, `250ms`: a positive whole number and a unit (the domain's rule). */
@@ -66,7 +69,16 @@ export const serverConfig: Config.Config<ServerConfig> = Config.all({
   webhookDisableAfter: duration("WEBHOOK_DISABLE_AFTER", "5d"),
   keyCacheTtl: duration("INTAKE_KEY_CACHE_TTL", "60s"),
   logLevel: logLevelConfig,
-  requestTimeout: duration("REQUEST_TIMEOUT", "30s")
+  requestTimeout: duration("REQUEST_TIMEOUT", "30s"),
+  corsOrigins: Config.string("INTAKE_CORS_ORIGINS").pipe(
+    Config.withDefault(""),
+    Config.mapOrFail((text) => {
+      const parsed = parseCorsOrigins(text)
+      return "error" in parsed
+        ? Either.left(ConfigError.InvalidData(["INTAKE_CORS_ORIGINS"], parsed.error))
+        : Either.right(parsed.origins)
+    })
+  )
 })
 
 /** One line naming the variable and what is wrong with it. */

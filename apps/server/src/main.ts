@@ -34,7 +34,8 @@ const program = Effect.gen(function* () {
   const server = serverLayer({
     port: config.port,
     adminToken: config.adminToken,
-    requestTimeout: config.requestTimeout
+    requestTimeout: config.requestTimeout,
+    corsOrigins: config.corsOrigins
   }).pipe(Layer.provideMerge(services))
   return yield* Effect.gen(function* () {
     const port = serverPort(yield* HttpServer.HttpServer)

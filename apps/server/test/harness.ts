@@ -1,6 +1,7 @@
 /** Starts the real server on a free port over the given services; tests talk to it over a socket. */
 import { HttpServer } from "@effect/platform"
 import { Context, type Duration, Effect, Layer, Option, Redacted } from "effect"
+import type { CorsOrigins } from "../src/cors.js"
 import { serverLayer, serverPort } from "../src/server.js"
 
 export const ADMIN_TOKEN = "test-admin-token-0123456789"
@@ -9,7 +10,11 @@ export class BaseUrl extends Context.Tag("test/BaseUrl")<BaseUrl, string>() {}
 
 export const testServer = <E, R>(
   services: Layer.Layer<R, E>,
-  options: { readonly admin?: boolean; readonly requestTimeout?: Duration.DurationInput } = {}
+  options: {
+    readonly admin?: boolean
+    readonly requestTimeout?: Duration.DurationInput
+    readonly corsOrigins?: CorsOrigins
+  } = {}
 ) =>
   Layer.effect(
     BaseUrl,
@@ -20,7 +25,8 @@ export const testServer = <E, R>(
         port: 0,
         host: "127.0.0.1",
         adminToken: options.admin === false ? Option.none() : Option.some(Redacted.make(ADMIN_TOKEN)),
-        ...(options.requestTimeout === undefined ? {} : { requestTimeout: options.requestTimeout })
+        ...(options.requestTimeout === undefined ? {} : { requestTimeout: options.requestTimeout }),
+        ...(options.corsOrigins === undefined ? {} : { corsOrigins: options.corsOrigins })
       })
     ),
     Layer.provide(services)
