@@ -13,6 +13,7 @@ import { StoreStatus } from "./database.js"
 import { demoBanner, seedDemo } from "./demo.js"
 import { configuredRuntime } from "./runtime.js"
 import { serverLayer, serverPort } from "./server.js"
+import { describeListenFailure } from "./start-failure.js"
 
 class StartupError extends Error {}
 
@@ -57,7 +58,10 @@ const program = Effect.gen(function* () {
     Effect.provide(server),
     // Outside `server`, so that every fiber the server and the dispatcher fork logs in JSON.
     Effect.provide(loggingLayer(config.logLevel)),
-    Effect.catchTag("DataDirectoryLocked", (locked) => Effect.fail(new StartupError(locked.message)))
+    Effect.catchTag("DataDirectoryLocked", (locked) => Effect.fail(new StartupError(locked.message))),
+    Effect.catchTag("ServeError", (error) =>
+      Effect.fail(new StartupError(describeListenFailure(error.cause, config.port)))
+    )
   )
 }).pipe(
   Effect.catchAll((error) =>
