@@ -51,6 +51,7 @@ it.live(
       expect(tryIt).toMatch(/^# list the intake bots/)
       // Every request uses the pasted variables and the PORT default.
       for (const line of tryIt.split("\n").filter((line) => line.includes("http://localhost"))) {
+        // biome-ignore lint/suspicious/noTemplateCurlyInString: the shell expansion the README writes
         expect(line).toContain("http://localhost:${PORT:-3000}/v1/")
       }
       const server = yield* startServer({ WEBHOOK_ALLOW_PRIVATE_NETWORKS: "true" })
