@@ -173,7 +173,7 @@ describe("the OpenAPI document of v1", () => {
 
   it("gives every operation a summary, a description, a readable tag with a description, and examples", () => {
     const tags = new Map((document.tags as Array<Json>).map((tag) => [tag.name, tag.description]))
-    expect([...tags.keys()]).toEqual(["Intake bots", "Submissions", "Webhooks", "Deliveries"])
+    expect([...tags.keys()]).toEqual(["Intake bots", "Submissions", "Webhook endpoints", "Deliveries"])
     for (const { method, operation } of operations) {
       expect(operation.summary, operation.operationId).toMatch(/^[A-Z][a-z]/)
       expect(operation.description?.length ?? 0, operation.operationId).toBeGreaterThan(40)

@@ -287,10 +287,10 @@ export class SubmissionsGroup extends HttpApiGroup.make("submissions")
   .add(createSubmission) {}
 
 export class WebhooksGroup extends HttpApiGroup.make("webhooks")
-  .annotate(OpenApi.Title, "Webhooks")
+  .annotate(OpenApi.Title, "Webhook endpoints")
   .annotate(
     OpenApi.Description,
-    "Endpoints that receive signed events (Standard Webhooks). Every event is described under Webhooks."
+    "Endpoints that receive signed events (Standard Webhooks); each event and its payload is described under Webhooks."
   )
   .add(listWebhooks)
   .add(getWebhook)
