@@ -114,13 +114,16 @@ it.live(
   "builds, type-checks strictly outside the workspace, and lists, paginates, retries, waits out a 429 and verifies webhooks",
   () =>
     Effect.gen(function* () {
-      yield* Effect.promise(() =>
-        run(tsc, ["-p", join(clientDir, "tsconfig.build.json")], { cwd: clientDir })
-      )
       const dir = yield* programDir
+      // The package's build (tsc, tsconfig.build.json), into a folder of this test's own: the
+      // README test builds packages/client/dist at the same time.
+      const built = join(dir, "intake-client-dist")
+      yield* Effect.promise(() =>
+        run(tsc, ["-p", join(clientDir, "tsconfig.build.json"), "--outDir", built], { cwd: clientDir })
+      )
       const source = readFileSync(join(import.meta.dirname, "client-program.txt"), "utf8").replace(
         "CLIENT_PATH",
-        join(clientDir, "dist", "index.js")
+        join(built, "index.js")
       )
       // No cast anywhere: the types the client gives are the ones the program needs.
       const code = source.replace(/\/\/.*$/gm, "")
