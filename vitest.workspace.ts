@@ -7,6 +7,7 @@ export default [
   "packages/postgres",
   "packages/redis",
   "packages/api",
+  "packages/client",
   "apps/server",
   "apps/worker",
   // The server's HTTP tests again, with the server on PostgreSQL (a fresh database per test

@@ -15,6 +15,7 @@ import {
 } from "@intake/domain"
 import { CurrentRequestId, DatabaseState } from "@intake/worker"
 import { Clock, Duration, Effect, FiberRef, Option, type Redacted } from "effect"
+import { type CorsOrigins, isPreflight, preflightHeaders, responseCorsHeaders } from "./cors.js"
 import { docsPage, makeScalarScript, SCALAR_SCRIPT_PATH } from "./docs.js"
 import { type AdminServices, adminRoutes } from "./handlers-admin.js"
 import { type V1Services, v1Routes } from "./handlers-v1.js"
@@ -29,6 +30,7 @@ import {
   rateLimited,
   routeNotFound,
   withHeader,
+  withHeaders,
   withRateLimitHeaders
 } from "./responses.js"
 import { match, type Route } from "./routes.js"
@@ -40,6 +42,8 @@ export interface AppOptions {
   readonly requestTimeout?: Duration.DurationInput
   /** INTAKE_TRUSTED_PROXIES: peers whose X-Forwarded-For names the client; none when omitted. */
   readonly trustedProxies?: ReadonlyArray<ClientAddress.AddressRange>
+  /** INTAKE_CORS_ORIGINS: unset, CORS is off. */
+  readonly corsOrigins?: CorsOrigins | undefined
 }
 
 export const DEFAULT_REQUEST_TIMEOUT = Duration.seconds(30)
@@ -205,7 +209,18 @@ export const makeApp = (options: AppOptions) => {
     facts: RequestFacts
   ): Effect.Effect<Reply, unknown, AppServices> => {
     const path = request.pathname
-    if (path === "/v1" || path.startsWith("/v1/")) return v1(request, facts, options.trustedProxies)
+    if (path === "/v1" || path.startsWith("/v1/")) {
+      const cors = options.corsOrigins
+      if (cors === undefined) return v1(request, facts, options.trustedProxies)
+      const origin = request.headers.origin
+      // A preflight carries no key: it is answered before authentication (docs/choices.md, HTTP).
+      if (isPreflight(request.method, request.headers as Readonly<Record<string, string | undefined>>)) {
+        return Effect.succeed<Reply>({ status: 204, headers: preflightHeaders(cors, origin), body: "" })
+      }
+      return Effect.map(v1(request, facts, options.trustedProxies), (answer) =>
+        withHeaders(answer, responseCorsHeaders(cors, origin))
+      )
+    }
     if (path === "/admin" || path.startsWith("/admin/")) {
       return Option.isSome(options.adminToken)
         ? admin(request, options.adminToken.value, facts, options.trustedProxies)

@@ -5,6 +5,7 @@
 import { ClientAddress, RetrySchedule } from "@intake/domain"
 import { logLevelConfig } from "@intake/worker"
 import { Config, ConfigError, Duration, Either, type LogLevel, Option, Redacted } from "effect"
+import { type CorsOrigins, parseCorsOrigins } from "./cors.js"
 
 export interface ServerConfig {
   readonly port: number
@@ -25,6 +26,8 @@ export interface ServerConfig {
   readonly requestTimeout: Duration.Duration
   /** INTAKE_TRUSTED_PROXIES: whose X-Forwarded-For names the client (none by default). */
   readonly trustedProxies: ReadonlyArray<ClientAddress.AddressRange>
+  /** INTAKE_CORS_ORIGINS: origins answered as CORS on /v1; undefined, CORS is off. */
+  readonly corsOrigins: CorsOrigins | undefined
 }
 
 /** `5s`, `30m`, `2h`, `5d`, `250ms`: a positive whole number and a unit (the domain's rule). */
@@ -78,7 +81,16 @@ export const serverConfig: Config.Config<ServerConfig> = Config.all({
   keyCacheTtl: duration("INTAKE_KEY_CACHE_TTL", "60s"),
   logLevel: logLevelConfig,
   requestTimeout: duration("REQUEST_TIMEOUT", "30s"),
-  trustedProxies
+  trustedProxies,
+  corsOrigins: Config.string("INTAKE_CORS_ORIGINS").pipe(
+    Config.withDefault(""),
+    Config.mapOrFail((text) => {
+      const parsed = parseCorsOrigins(text)
+      return "error" in parsed
+        ? Either.left(ConfigError.InvalidData(["INTAKE_CORS_ORIGINS"], parsed.error))
+        : Either.right(parsed.origins)
+    })
+  )
 })
 
 /** One line naming the variable and what is wrong with it. */

@@ -30,13 +30,18 @@ export const seedDemo = Effect.gen(function* () {
   return { workspaceId: workspace.id, intakeBotId: bot.id, key: issued.key } satisfies Demo
 })
 
-/** The one-time print of the demo key, with a ready-to-paste request. */
+/**
+ * The one-time print of the demo key: `export` lines to paste into a shell, which the
+ * README's "Try it" commands use ($INTAKE_KEY, $INTAKE_BOT), and a first request.
+ */
 export const demoBanner = (demo: Demo, baseUrl: string, store = "embedded in-memory store"): string =>
   [
     "",
     `Demo workspace created in the ${store}.`,
     `API key (shown once): ${demo.key}`,
-    "Try:",
-    `  curl -H "Authorization: Bearer ${demo.key}" ${baseUrl}/v1/intake-bots`,
+    `Paste into your shell for the README's "Try it":`,
+    `  export INTAKE_KEY=${demo.key}`,
+    `  export INTAKE_BOT=${demo.intakeBotId}`,
+    `  curl -H "Authorization: Bearer $INTAKE_KEY" ${baseUrl}/v1/intake-bots`,
     ""
   ].join("\n")

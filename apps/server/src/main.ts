@@ -12,6 +12,7 @@ import { StoreStatus } from "./database.js"
 import { demoBanner, seedDemo } from "./demo.js"
 import { configuredRuntime } from "./runtime.js"
 import { ListeningServer, serverLayer } from "./server.js"
+import { describeListenFailure } from "./start-failure.js"
 
 class StartupError extends Error {}
 
@@ -34,7 +35,8 @@ const program = Effect.gen(function* () {
     port: config.port,
     adminToken: config.adminToken,
     requestTimeout: config.requestTimeout,
-    trustedProxies: config.trustedProxies
+    trustedProxies: config.trustedProxies,
+    corsOrigins: config.corsOrigins
   }).pipe(Layer.provideMerge(services))
   return yield* Effect.gen(function* () {
     const { port } = yield* ListeningServer
@@ -56,7 +58,10 @@ const program = Effect.gen(function* () {
     Effect.provide(server),
     // Outside `server`, so that every fiber the server and the dispatcher fork logs in JSON.
     Effect.provide(loggingLayer(config.logLevel)),
-    Effect.catchTag("DataDirectoryLocked", (locked) => Effect.fail(new StartupError(locked.message)))
+    Effect.catchTag("DataDirectoryLocked", (locked) => Effect.fail(new StartupError(locked.message))),
+    Effect.catchTag("ListenFailed", (error) =>
+      Effect.fail(new StartupError(describeListenFailure(error.cause, config.port)))
+    )
   )
 }).pipe(
   Effect.catchAll((error) =>

@@ -19,6 +19,7 @@ import {
 import { Context, Effect, Option, ParseResult, type Schema, SchemaAST } from "effect"
 import { readJsonBody } from "./body.js"
 import { successEncoder } from "./encoding.js"
+import { oneIssuePerPath, unknownKeyIssue } from "./issue-messages.js"
 import type { IncomingRequest } from "./request.js"
 import { errorBody, json, type Reply, withHeader } from "./responses.js"
 
@@ -84,15 +85,14 @@ export const match = <R>(routes: ReadonlyArray<Route<R>>, method: string, pathna
   return undefined
 }
 
-/** One issue per path (a union reports one per member; the first says enough). */
-const issuesOf = (error: ParseResult.ParseIssue) => {
-  const byPath = new Map<string, string>()
-  for (const issue of ParseResult.ArrayFormatter.formatIssueSync(error)) {
-    const path = issue.path.map(String).join(".")
-    if (!byPath.has(path)) byPath.set(path, issue.message)
-  }
-  return [...byPath].map(([path, message]) => ({ path, message }))
-}
+/** One issue per path (a union reports one per member: issue-messages.ts words them as one). */
+const issuesOf = (error: ParseResult.ParseIssue) =>
+  oneIssuePerPath(
+    ParseResult.ArrayFormatter.formatIssueSync(error).map((issue) => ({
+      path: issue.path.map(String).join("."),
+      message: issue.message
+    }))
+  )
 
 /** A decoder compiled once per schema (at route build time), failing with validation_failed. */
 const decoderOf = <A>(schema: Schema.Schema<A, unknown, never>) => {
@@ -117,7 +117,7 @@ const rejectUnknownKeys = (body: unknown, known: ReadonlySet<string> | undefined
     ? Effect.void
     : Effect.fail(
         invalid(
-          unknown.map((key) => ({ path: key, message: "is not a field of this request" })),
+          unknown.map((key) => unknownKeyIssue(key, known, body)),
           { unknownKeys: unknown }
         )
       )

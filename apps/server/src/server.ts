@@ -7,7 +7,7 @@ import { randomUUID } from "node:crypto"
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http"
 import type { AddressInfo } from "node:net"
 import { performance } from "node:perf_hooks"
-import { Context, Effect, Exit, Layer, Runtime } from "effect"
+import { Context, Data, Effect, Exit, Layer, Runtime } from "effect"
 import { type AppOptions, type AppServices, makeApp, type RequestFacts } from "./app.js"
 import { toIncomingRequest } from "./request.js"
 import type { Reply } from "./responses.js"
@@ -27,6 +27,9 @@ export class ListeningServer extends Context.Tag("@intake/server/ListeningServer
   ListeningServer,
   { readonly port: number }
 >() {}
+
+/** The server could not listen (the port is taken, or needs privileges). */
+export class ListenFailed extends Data.TaggedError("ListenFailed")<{ readonly cause: unknown }> {}
 
 const requestIdOf = () => `req_${randomUUID().replaceAll("-", "")}`
 
@@ -107,8 +110,8 @@ export const serverLayer = (options: ListenOptions) =>
       }
 
       const server: Server = createServer(onRequest)
-      yield* Effect.async<void, Error>((resume) => {
-        const onError = (error: Error) => resume(Effect.fail(error))
+      yield* Effect.async<void, ListenFailed>((resume) => {
+        const onError = (cause: Error) => resume(Effect.fail(new ListenFailed({ cause })))
         server.once("error", onError)
         server.listen(options.port, options.host, () => {
           server.off("error", onError)

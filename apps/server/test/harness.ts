@@ -1,6 +1,7 @@
 /** Starts the real server on a free port over the given services; tests talk to it over a socket. */
 import { ClientAddress } from "@intake/domain"
 import { Context, type Duration, Effect, Either, Layer, Option, Redacted } from "effect"
+import type { CorsOrigins } from "../src/cors.js"
 import { ListeningServer, serverLayer } from "../src/server.js"
 
 export const ADMIN_TOKEN = "test-admin-token-0123456789"
@@ -14,6 +15,7 @@ export const testServer = <E, R>(
     readonly requestTimeout?: Duration.DurationInput
     /** INTAKE_TRUSTED_PROXIES, as its text. */
     readonly trustedProxies?: string
+    readonly corsOrigins?: CorsOrigins
   } = {}
 ) =>
   Layer.effect(
@@ -28,7 +30,8 @@ export const testServer = <E, R>(
         ...(options.requestTimeout === undefined ? {} : { requestTimeout: options.requestTimeout }),
         ...(options.trustedProxies === undefined
           ? {}
-          : { trustedProxies: Either.getOrThrow(ClientAddress.parseTrustedProxies(options.trustedProxies)) })
+          : { trustedProxies: Either.getOrThrow(ClientAddress.parseTrustedProxies(options.trustedProxies)) }),
+        ...(options.corsOrigins === undefined ? {} : { corsOrigins: options.corsOrigins })
       })
     ),
     Layer.provide(services)

@@ -1,6 +1,7 @@
 /** `pnpm start`'s entry point, run as a child process the way the script runs it. */
 import { type ChildProcess, spawn } from "node:child_process"
 import { mkdtempSync } from "node:fs"
+import { createServer } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { expect, it } from "@effect/vitest"
@@ -47,13 +48,16 @@ it.live(
       const child = yield* start({ PORT: String(port) })
       const { stdout } = yield* output(child, /curl .*\/v1\/intake-bots\n/)
       const curl =
-        /curl -H "Authorization: Bearer (svc_live_[A-Za-z0-9]+)" (http:\/\/localhost:(\d+)\/v1\/intake-bots)/.exec(
+        /curl -H "Authorization: Bearer \$INTAKE_KEY" (http:\/\/localhost:(\d+)\/v1\/intake-bots)/.exec(
           stdout
         )
       expect(curl, stdout).not.toBeNull()
-      const [, key, url, printedPort] = curl!
+      const [, url, printedPort] = curl!
+      // The lines to paste: the key and the demo bot, as the README's "Try it" uses them.
+      const key = /^ {2}export INTAKE_KEY=(svc_live_[A-Za-z0-9]+)$/m.exec(stdout)?.[1]
+      expect(stdout).toMatch(/^ {2}export INTAKE_BOT=bot_[a-z0-9]+$/m)
       expect(Number(printedPort)).toBe(port)
-      // The key appears in the one-time print only (its line and the curl), in no log line.
+      // The key appears in the one-time print only (its line and the export line), in no log line.
       expect(stdout.split(key!).length - 1).toBe(2)
       expect(stdout).toMatch(/Intake listening on http:\/\/localhost:\d+\/v1/)
       const response = yield* Effect.promise(() =>
@@ -98,7 +102,7 @@ it.live(
           const port = yield* freePort
           const first = yield* start({ PORT: String(port), INTAKE_DATA_DIR: dataDir })
           const { stdout } = yield* output(first, /curl .*\/v1\/intake-bots\n/)
-          const key = /Bearer (svc_live_[A-Za-z0-9]+)/.exec(stdout)![1]!
+          const key = /export INTAKE_KEY=(svc_live_[A-Za-z0-9]+)/.exec(stdout)![1]!
           const auth = { authorization: `Bearer ${key}`, "content-type": "application/json" }
           const bots = yield* Effect.promise(() =>
             fetch(`http://localhost:${port}/v1/intake-bots`, { headers: auth }).then(
@@ -144,4 +148,24 @@ it.live(
       )
     }),
   120_000
+)
+
+it.live(
+  "a busy port stops the start with one line naming the port and what to do",
+  () =>
+    Effect.gen(function* () {
+      const port = yield* freePort
+      const occupant = createServer()
+      yield* Effect.acquireRelease(
+        Effect.promise(() => new Promise<void>((resolve) => occupant.listen(port, resolve))),
+        () => Effect.sync(() => occupant.close())
+      )
+      const child = yield* start({ PORT: String(port) })
+      const result = yield* output(child, /$^/)
+      expect(result.code).not.toBe(0)
+      expect(result.stderr.trim().split("\n")).toEqual([
+        `Port ${port} is already in use (EADDRINUSE): stop what is listening on it, or start on another port, e.g. PORT=${port + 1} pnpm start`
+      ])
+    }).pipe(Effect.scoped),
+  60_000
 )

@@ -4,6 +4,7 @@ import { expect } from "@effect/vitest"
 import type { MemoryDatabase } from "@intake/memory"
 import { layerPglite, PostgresTestDatabase } from "@intake/postgres"
 import { Clock, Effect, Layer } from "effect"
+import type { CorsOrigins } from "../src/cors.js"
 import { embeddedRuntime, type RuntimeOptions, sqlRuntime } from "../src/runtime.js"
 import type { Answer } from "./harness.js"
 import { ADMIN_TOKEN, call, testServer } from "./harness.js"
@@ -46,6 +47,7 @@ export const realServer = (
     readonly admin?: boolean
     /** WEBHOOK_RETRY_SCHEDULE in milliseconds. */
     readonly retrySchedule?: ReadonlyArray<number>
+    readonly corsOrigins?: CorsOrigins
   } = {}
 ) =>
   testServer(
@@ -53,7 +55,10 @@ export const realServer = (
       webhookAllowPrivateNetworks: options.allowPrivateNetworks ?? false,
       ...(options.retrySchedule === undefined ? {} : { webhookRetrySchedule: options.retrySchedule })
     }),
-    { admin: options.admin ?? true }
+    {
+      admin: options.admin ?? true,
+      ...(options.corsOrigins === undefined ? {} : { corsOrigins: options.corsOrigins })
+    }
   ).pipe(Layer.provide(Layer.setClock(ShiftedClock)))
 
 export const admin = (baseUrl: string, method: string, path: string, body?: unknown) =>

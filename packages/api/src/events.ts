@@ -53,3 +53,14 @@ const sameShapes: [
   Same<typeof WebhookTestEvent.Type, EventPayloads.TestPayload>
 ] = [true, true, true]
 void sameShapes
+
+/** Any event a webhook endpoint receives, discriminated by `type`. */
+export const WebhookEvent = Schema.Union(
+  SubmissionCompletedEvent,
+  ContactCreatedEvent,
+  WebhookTestEvent
+).annotations({
+  identifier: "WebhookEvent",
+  description: "Any event a webhook endpoint receives; `type` tells which."
+})
+export type WebhookEvent = typeof WebhookEvent.Type

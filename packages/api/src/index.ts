@@ -1,5 +1,6 @@
 export * from "./admin.js"
 export * from "./events.js"
+export * from "./examples.js"
 export * from "./mappers.js"
 export * from "./openapi.js"
 export * from "./params.js"

@@ -7,11 +7,12 @@
  * rewritten here, from the same endpoint definitions the server routes with.
  */
 import { OpenApi, OpenApiJsonSchema } from "@effect/platform"
-import { Context, type Schema } from "effect"
-import { webhookEvents } from "./events.js"
+import { Context, Option, type Schema, SchemaAST } from "effect"
+import { WebhookEvent, webhookEvents } from "./events.js"
+import { operationExamples, webhookEventExamples } from "./examples.js"
 import { EndpointErrors, type ErrorCode, errorStatus, RequiredScope } from "./params.js"
 import { IntakeApi, servedEndpoints } from "./v1.js"
-import { ErrorBody } from "./wire.js"
+import { apiErrors, ErrorEnvelope } from "./wire.js"
 
 // biome-ignore lint/suspicious/noExplicitAny: the document is plain JSON, rewritten in place
 type Json = any
@@ -104,23 +105,45 @@ const errorResponses = (codes: ReadonlyArray<ErrorCode | "validation_failed_422"
           description: statusCodes.map((code) => `\`${code}\`: ${ERROR_MEANING[code]}`).join("; "),
           headers: responseHeaders(status, idempotent),
           "x-error-codes": statusCodes,
-          content: {
-            "application/json": {
-              schema: {
-                allOf: [
-                  { $ref: "#/components/schemas/ErrorEnvelope" },
-                  { properties: { error: { properties: { code: { enum: statusCodes } } } } }
-                ]
-              }
-            }
-          }
+          content: { "application/json": { schema: errorEnvelopeOf(statusCodes) } }
         }
       ])
   )
 }
 
+const schemaRef = (name: string) => `#/components/schemas/${name}`
+
+/** The component name of each code's error object (its schema's identifier). */
+const errorSchemaName = (code: ErrorCode) =>
+  Option.getOrThrow(SchemaAST.getIdentifierAnnotation(apiErrors[code].ast))
+
+/** `oneOf` the given members, discriminated by `property` (the members' literal `code` or `type`). */
+const discriminated = (property: string, members: ReadonlyArray<readonly [string, string]>) => ({
+  oneOf: members.map(([, name]) => ({ $ref: schemaRef(name) })),
+  discriminator: {
+    propertyName: property,
+    mapping: Object.fromEntries(members.map(([value, name]) => [value, schemaRef(name)]))
+  }
+})
+
+/** The error envelope narrowed to one status: `error` is one of the codes it can carry, typed by code. */
+const errorEnvelopeOf = (codes: ReadonlyArray<ErrorCode>) => ({
+  allOf: [
+    { $ref: schemaRef("ErrorEnvelope") },
+    {
+      properties: {
+        error: discriminated(
+          "code",
+          codes.map((code) => [code, errorSchemaName(code)] as const)
+        )
+      }
+    }
+  ]
+})
+
 /** What the rewrite reads of an endpoint. */
 interface Endpoint {
+  readonly name: string
   readonly path: string
   readonly method: string
   readonly annotations: Context.Context<never>
@@ -153,6 +176,15 @@ const rewriteOperation = (document: Json, endpoint: Endpoint) => {
         { ...response, headers: responseHeaders(Number(status), idempotent) }
       ])
   )
+  const examples: { readonly request?: unknown; readonly response: unknown } =
+    operationExamples[endpoint.name as keyof typeof operationExamples]
+  for (const response of Object.values<Json>(successes)) {
+    const content = response.content?.["application/json"]
+    if (content !== undefined) content.example = examples.response
+  }
+  const requestContent = operation.requestBody?.content?.["application/json"]
+  if (requestContent !== undefined && examples.request !== undefined)
+    requestContent.example = examples.request
   operation.responses = {
     ...successes,
     ...errorResponses([...PIPELINE_ERRORS, ...annotation(endpoint, EndpointErrors)], idempotent)
@@ -193,7 +225,8 @@ const webhooksSection = (schemas: Record<string, Json>) =>
             required: true,
             content: {
               "application/json": {
-                schema: OpenApiJsonSchema.makeWithDefs(schema as Schema.Schema.Any, { defs: schemas })
+                schema: OpenApiJsonSchema.makeWithDefs(schema as Schema.Schema.Any, { defs: schemas }),
+                example: webhookEventExamples[type]
               }
             }
           },
@@ -220,7 +253,22 @@ const build = (): Json => {
   ]) {
     delete schemas[name]
   }
-  schemas.ErrorEnvelope = OpenApiJsonSchema.makeWithDefs(ErrorBody, { defs: schemas })
+  OpenApiJsonSchema.makeWithDefs(ErrorEnvelope, { defs: schemas })
+  schemas.ApiError = discriminated(
+    "code",
+    (Object.keys(apiErrors) as Array<ErrorCode>).map((code) => [code, errorSchemaName(code)] as const)
+  )
+  OpenApiJsonSchema.makeWithDefs(WebhookEvent, { defs: schemas })
+  schemas.WebhookEvent = {
+    description: schemas.WebhookEvent.description,
+    ...discriminated(
+      "type",
+      webhookEvents.map(
+        ({ type, schema }) =>
+          [type, Option.getOrThrow(SchemaAST.getIdentifierAnnotation(schema.ast))] as const
+      )
+    )
+  }
   document.components.headers = HEADERS
   document.components.securitySchemes.bearer = {
     type: "http",

@@ -41,6 +41,7 @@ import {
   TooManyRequests,
   Unauthorized,
   Unprocessable,
+  WebhookEventNameInput,
   WebhookWire,
   WebhookWithSecretWire
 } from "./wire.js"
@@ -60,13 +61,13 @@ export const CreateSubmissionBody = Schema.Struct({
 
 export const CreateWebhookBody = Schema.Struct({
   url: Schema.String,
-  events: Schema.Array(Schema.String),
+  events: Schema.Array(WebhookEventNameInput),
   description: Schema.optionalWith(Schema.String, { exact: true }),
   intake_bot_ids: Schema.optionalWith(Schema.Array(Schema.String), { exact: true })
 }).annotations({ identifier: "CreateWebhookBody" })
 
 export const UpdateWebhookBody = Schema.Struct({
-  events: Schema.optionalWith(Schema.Array(Schema.String), { exact: true }),
+  events: Schema.optionalWith(Schema.Array(WebhookEventNameInput), { exact: true }),
   description: Schema.optionalWith(Schema.String, { exact: true }),
   status: Schema.optionalWith(oneOf("active", "paused"), { exact: true }),
   intake_bot_ids: Schema.optionalWith(Schema.Array(Schema.String), { exact: true })
@@ -109,18 +110,33 @@ export const DeliveryList = success(
 // ---------------------------------------------------------------- endpoints
 
 export const listIntakeBots = HttpApiEndpoint.get("listIntakeBots", "/v1/intake-bots")
+  .annotate(OpenApi.Summary, "List intake bots")
+  .annotate(
+    OpenApi.Description,
+    "The workspace's intake bots, newest first, each with its submission count. Paginate with `limit` and the `next_cursor` of the previous page."
+  )
   .setUrlParams(ListParams)
   .addSuccess(IntakeBotList)
   .annotate(RequiredScope, "read:intake-bots")
   .annotate(EndpointErrors, ["validation_failed"])
 
 export const getIntakeBot = HttpApiEndpoint.get("getIntakeBot", "/v1/intake-bots/:id")
+  .annotate(OpenApi.Summary, "Get an intake bot")
+  .annotate(
+    OpenApi.Description,
+    "One intake bot with its field schema: the names, types and options a submission's `data` must follow."
+  )
   .setPath(IdPath)
   .addSuccess(IntakeBotOne)
   .annotate(RequiredScope, "read:intake-bots")
   .annotate(EndpointErrors, ["resource_not_found"])
 
 export const listSubmissions = HttpApiEndpoint.get("listSubmissions", "/v1/intake-bots/:id/submissions")
+  .annotate(OpenApi.Summary, "List a bot's submissions")
+  .annotate(
+    OpenApi.Description,
+    "The bot's submissions, newest first, with the bot's current field schema. Filter by creation time with `created_after` and `created_before`; paginate with `limit` and `cursor`."
+  )
   .setPath(IdPath)
   .setUrlParams(SubmissionListParams)
   .addSuccess(SubmissionList)
@@ -131,12 +147,19 @@ export const getSubmission = HttpApiEndpoint.get(
   "getSubmission",
   "/v1/intake-bots/:id/submissions/:submissionId"
 )
+  .annotate(OpenApi.Summary, "Get a submission")
+  .annotate(OpenApi.Description, "One submission with its field values and its conversation messages.")
   .setPath(SubmissionPath)
   .addSuccess(SubmissionOne)
   .annotate(RequiredScope, "read:submissions")
   .annotate(EndpointErrors, ["resource_not_found"])
 
 export const createSubmission = HttpApiEndpoint.post("createSubmission", "/v1/intake-bots/:id/submissions")
+  .annotate(OpenApi.Summary, "Create a submission")
+  .annotate(
+    OpenApi.Description,
+    "Stores a submission for the bot. `data` holds the field values, by field name, checked against the bot's schema; required fields are enforced when `status` is `COMPLETED` (the default), which also sends `submission.completed` and, when it has an email, `contact.created`. Send an `Idempotency-Key` to retry safely: a retry with the same key and body replays the first answer."
+  )
   .setPath(IdPath)
   .setHeaders(IdempotencyHeaders)
   .setPayload(CreateSubmissionBody)
@@ -151,18 +174,30 @@ export const createSubmission = HttpApiEndpoint.post("createSubmission", "/v1/in
   ])
 
 export const listWebhooks = HttpApiEndpoint.get("listWebhooks", "/v1/webhooks")
+  .annotate(OpenApi.Summary, "List webhook endpoints")
+  .annotate(
+    OpenApi.Description,
+    "The workspace's webhook endpoints, newest first. The signing secret is never listed: it is shown once, when the endpoint is created."
+  )
   .setUrlParams(ListParams)
   .addSuccess(WebhookList)
   .annotate(RequiredScope, "manage:webhooks")
   .annotate(EndpointErrors, ["validation_failed"])
 
 export const getWebhook = HttpApiEndpoint.get("getWebhook", "/v1/webhooks/:id")
+  .annotate(OpenApi.Summary, "Get a webhook endpoint")
+  .annotate(OpenApi.Description, "One webhook endpoint with its subscription and delivery health.")
   .setPath(IdPath)
   .addSuccess(WebhookOne)
   .annotate(RequiredScope, "manage:webhooks")
   .annotate(EndpointErrors, ["resource_not_found"])
 
 export const createWebhook = HttpApiEndpoint.post("createWebhook", "/v1/webhooks")
+  .annotate(OpenApi.Summary, "Register a webhook endpoint")
+  .annotate(
+    OpenApi.Description,
+    "Registers an https URL to receive the subscribed events, optionally only for some intake bots. The answer carries the signing secret (`whsec_…`), shown this once: keep it to verify deliveries (Standard Webhooks)."
+  )
   .setHeaders(IdempotencyHeaders)
   .setPayload(CreateWebhookBody)
   .addSuccess(WebhookCreated)
@@ -175,6 +210,11 @@ export const createWebhook = HttpApiEndpoint.post("createWebhook", "/v1/webhooks
   ])
 
 export const updateWebhook = HttpApiEndpoint.patch("updateWebhook", "/v1/webhooks/:id")
+  .annotate(OpenApi.Summary, "Update a webhook endpoint")
+  .annotate(
+    OpenApi.Description,
+    "Changes the events, description, bots or status of an endpoint. Setting `status` to `active` resets `consecutive_fails`; `paused` stops deliveries."
+  )
   .setPath(IdPath)
   .setPayload(UpdateWebhookBody)
   .addSuccess(WebhookOne)
@@ -182,12 +222,19 @@ export const updateWebhook = HttpApiEndpoint.patch("updateWebhook", "/v1/webhook
   .annotate(EndpointErrors, ["validation_failed", "resource_not_found", "validation_failed_422"])
 
 export const deleteWebhook = HttpApiEndpoint.del("deleteWebhook", "/v1/webhooks/:id")
+  .annotate(OpenApi.Summary, "Delete a webhook endpoint")
+  .annotate(OpenApi.Description, "Deletes the endpoint; no more deliveries are attempted to it.")
   .setPath(IdPath)
   .addSuccess(Deleted)
   .annotate(RequiredScope, "manage:webhooks")
   .annotate(EndpointErrors, ["resource_not_found"])
 
 export const testWebhook = HttpApiEndpoint.post("testWebhook", "/v1/webhooks/:id/test")
+  .annotate(OpenApi.Summary, "Send a test event")
+  .annotate(
+    OpenApi.Description,
+    "Queues a `webhook.test` event to this endpoint and answers the delivery record; its attempts appear in the delivery log."
+  )
   .setPath(IdPath)
   .setHeaders(IdempotencyHeaders)
   .addSuccess(DeliveryOne)
@@ -195,6 +242,11 @@ export const testWebhook = HttpApiEndpoint.post("testWebhook", "/v1/webhooks/:id
   .annotate(EndpointErrors, ["validation_failed", "resource_not_found", "idempotency_conflict"])
 
 export const listDeliveries = HttpApiEndpoint.get("listDeliveries", "/v1/webhooks/:id/deliveries")
+  .annotate(OpenApi.Summary, "List an endpoint's deliveries")
+  .annotate(
+    OpenApi.Description,
+    "The delivery attempts to this endpoint, newest first: status, response status and body excerpt, duration, next retry."
+  )
   .setPath(IdPath)
   .setUrlParams(ListParams)
   .addSuccess(DeliveryList)
@@ -205,6 +257,11 @@ export const redeliver = HttpApiEndpoint.post(
   "redeliver",
   "/v1/webhooks/:id/deliveries/:deliveryId/redeliver"
 )
+  .annotate(OpenApi.Summary, "Redeliver an event")
+  .annotate(
+    OpenApi.Description,
+    "Sends the event of this delivery to the endpoint again, as a new delivery with trigger `redeliver`."
+  )
   .setPath(DeliveryPath)
   .setHeaders(IdempotencyHeaders)
   .addSuccess(DeliveryOne)
@@ -213,14 +270,28 @@ export const redeliver = HttpApiEndpoint.post(
 
 // ---------------------------------------------------------------- groups and the API
 
-export class IntakeBotsGroup extends HttpApiGroup.make("intakeBots").add(listIntakeBots).add(getIntakeBot) {}
+export class IntakeBotsGroup extends HttpApiGroup.make("intakeBots")
+  .annotate(OpenApi.Title, "Intake bots")
+  .annotate(OpenApi.Description, "The workspace's intake bots and their field schemas (read only).")
+  .add(listIntakeBots)
+  .add(getIntakeBot) {}
 
 export class SubmissionsGroup extends HttpApiGroup.make("submissions")
+  .annotate(OpenApi.Title, "Submissions")
+  .annotate(
+    OpenApi.Description,
+    "What people submitted through an intake bot; create them from your own forms or imports."
+  )
   .add(listSubmissions)
   .add(getSubmission)
   .add(createSubmission) {}
 
 export class WebhooksGroup extends HttpApiGroup.make("webhooks")
+  .annotate(OpenApi.Title, "Webhook endpoints")
+  .annotate(
+    OpenApi.Description,
+    "Endpoints that receive signed events (Standard Webhooks); each event and its payload is described under Webhooks."
+  )
   .add(listWebhooks)
   .add(getWebhook)
   .add(createWebhook)
@@ -229,6 +300,8 @@ export class WebhooksGroup extends HttpApiGroup.make("webhooks")
 
 /** Test, delivery log and redeliver of a webhook endpoint. */
 export class DeliveriesGroup extends HttpApiGroup.make("deliveries")
+  .annotate(OpenApi.Title, "Deliveries")
+  .annotate(OpenApi.Description, "Test an endpoint, read its delivery log and redeliver an event.")
   .add(testWebhook)
   .add(listDeliveries)
   .add(redeliver) {}
@@ -270,3 +343,20 @@ export const servedEndpoints = [
   listDeliveries,
   redeliver
 ] as const
+
+// ---------------------------------------------------------------- wire types (what travels)
+
+export type CreateSubmissionBodyEncoded = typeof CreateSubmissionBody.Encoded
+export type CreateWebhookBodyEncoded = typeof CreateWebhookBody.Encoded
+export type UpdateWebhookBodyEncoded = typeof UpdateWebhookBody.Encoded
+export type IntakeBotListEncoded = typeof IntakeBotList.Encoded
+export type IntakeBotOneEncoded = typeof IntakeBotOne.Encoded
+export type SubmissionListEncoded = typeof SubmissionList.Encoded
+export type SubmissionOneEncoded = typeof SubmissionOne.Encoded
+export type SubmissionCreatedEncoded = typeof SubmissionCreated.Encoded
+export type WebhookListEncoded = typeof WebhookList.Encoded
+export type WebhookOneEncoded = typeof WebhookOne.Encoded
+export type WebhookCreatedEncoded = typeof WebhookCreated.Encoded
+export type DeletedEncoded = typeof Deleted.Encoded
+export type DeliveryOneEncoded = typeof DeliveryOne.Encoded
+export type DeliveryListEncoded = typeof DeliveryList.Encoded

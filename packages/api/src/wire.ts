@@ -9,6 +9,7 @@ import {
   BotStatus,
   DeliveryStatus,
   DeliveryTrigger,
+  EventType,
   FieldType,
   FieldValue,
   Plan,
@@ -26,6 +27,20 @@ export const Timestamp = Schema.String.annotations({
   description: "ISO 8601 UTC date-time with millisecond precision",
   examples: ["2026-11-21T10:00:00.000Z"]
 })
+
+/** A count or another whole number: `integer` in the document, not `number`. */
+export const Count = Schema.Int.annotations({
+  identifier: "Count",
+  jsonSchema: { type: "integer", minimum: 0 }
+})
+/** An HTTP status code or a number of milliseconds: a whole number. */
+const WholeNumber = Schema.Int.annotations({ jsonSchema: { type: "integer" } })
+
+/** A literal union that reports one issue naming every allowed value. */
+export const oneOf = <const L extends ReadonlyArray<string>>(...literals: L) =>
+  Schema.Literal(...literals).annotations({
+    message: () => `must be one of ${literals.map((literal) => `"${literal}"`).join(", ")}`
+  })
 
 // ---------------------------------------------------------------- envelope
 
@@ -49,6 +64,113 @@ export const ErrorBody = Schema.Struct({
   })
 })
 export type ErrorBody = typeof ErrorBody.Type
+
+/** One catalog error on the wire: its code and a message (no details). */
+const apiError = <C extends string>(identifier: string, code: C, description: string) =>
+  Schema.Struct({ code: Schema.Literal(code), message: Schema.String }).annotations({
+    identifier,
+    description
+  })
+
+/** One catalog error on the wire with its typed details. */
+const apiErrorWithDetails = <C extends string, D extends Schema.Struct.Fields>(
+  identifier: string,
+  code: C,
+  description: string,
+  details: D
+) =>
+  Schema.Struct({
+    code: Schema.Literal(code),
+    message: Schema.String,
+    details: Schema.Struct(details)
+  }).annotations({ identifier, description })
+
+/** What a v1 404 names (the outermost missing resource, or `route`). */
+export const ResourceName = oneOf("intake_bot", "submission", "webhook", "delivery", "route")
+
+export const IssueWire = Schema.Struct({
+  path: Schema.String.annotations({
+    description:
+      'dotted from the body ("data.email", "events.0"), a query parameter ("limit"), or "" for the whole body'
+  }),
+  message: Schema.String
+}).annotations({ identifier: "ValidationIssue" })
+
+/** Each error code of the catalog (decisions.md section 1) with its typed `details`. */
+export const apiErrors = {
+  validation_failed: apiErrorWithDetails(
+    "ValidationFailedError",
+    "validation_failed",
+    "400: the body or a parameter is invalid; 422: it needs other workspace data.",
+    {
+      issues: Schema.Array(IssueWire),
+      unknown_keys: Schema.optionalWith(Schema.Array(Schema.String), { exact: true })
+    }
+  ),
+  authentication_required: apiError(
+    "AuthenticationRequiredError",
+    "authentication_required",
+    "Missing, malformed, unknown, revoked or expired API key."
+  ),
+  insufficient_scopes: apiErrorWithDetails(
+    "InsufficientScopesError",
+    "insufficient_scopes",
+    "The key lacks the scope the operation needs.",
+    { required: Schema.Array(Scope), granted: Schema.Array(Scope) }
+  ),
+  feature_not_available: apiErrorWithDetails(
+    "FeatureNotAvailableError",
+    "feature_not_available",
+    "The workspace's plan has no API access.",
+    { feature: Schema.Literal("api_access") }
+  ),
+  workspace_archived: apiError("WorkspaceArchivedError", "workspace_archived", "The workspace is archived."),
+  resource_not_found: apiErrorWithDetails(
+    "ResourceNotFoundError",
+    "resource_not_found",
+    "The resource does not exist in this workspace.",
+    { resource: ResourceName }
+  ),
+  conflict: apiError("ConflictError", "conflict", "The operation conflicts with the resource's state."),
+  idempotency_conflict: apiError(
+    "IdempotencyConflictError",
+    "idempotency_conflict",
+    "The Idempotency-Key was used with another request, or that request is still running."
+  ),
+  rate_limit_exceeded: apiErrorWithDetails(
+    "RateLimitExceededError",
+    "rate_limit_exceeded",
+    "Too many requests for this key; retry after `retry_after` seconds (also the Retry-After header).",
+    {
+      retry_after: Schema.Int.pipe(Schema.greaterThanOrEqualTo(1)).annotations({
+        jsonSchema: { type: "integer", minimum: 1 }
+      })
+    }
+  ),
+  plan_limit_exceeded: apiErrorWithDetails(
+    "PlanLimitExceededError",
+    "plan_limit_exceeded",
+    "A limit of the workspace's plan is reached.",
+    { resource: oneOf("submissions", "api_keys", "webhook_endpoints"), current: Count, max: Count }
+  ),
+  internal_error: apiError(
+    "InternalError",
+    "internal_error",
+    "An unexpected error; no internal detail is given (quote the X-Request-Id)."
+  )
+} as const
+
+/** Any v1 error, discriminated by `code`. */
+export const ApiErrorWire = Schema.Union(...Object.values(apiErrors)).annotations({ identifier: "ApiError" })
+export type ApiErrorWire = typeof ApiErrorWire.Type
+
+/** The error envelope of v1, typed per code. */
+export const ErrorEnvelope = Schema.Struct({
+  success: Schema.Literal(false),
+  error: ApiErrorWire
+}).annotations({
+  identifier: "ErrorEnvelope"
+})
 
 /** The error envelope as declared for one status (the body is the same for every code). */
 const failure = (status: number, description: string) =>
@@ -87,19 +209,13 @@ export const SchemaFieldSummary = Schema.Struct({
   type: FieldTypeName
 }).annotations({ identifier: "SchemaFieldSummary" })
 
-/** A literal union that reports one issue naming every allowed value. */
-export const oneOf = <const L extends ReadonlyArray<string>>(...literals: L) =>
-  Schema.Literal(...literals).annotations({
-    message: () => `must be one of ${literals.map((literal) => `"${literal}"`).join(", ")}`
-  })
-
 export const BotStatusName = oneOf(...BotStatus.literals)
 
 export const IntakeBotListItemWire = Schema.Struct({
   id: Schema.String,
   name: Schema.String,
   status: BotStatusName,
-  submission_count: Schema.Number,
+  submission_count: Count,
   created_at: Timestamp,
   updated_at: Timestamp
 }).annotations({ identifier: "IntakeBotListItem" })
@@ -137,13 +253,13 @@ const submissionFields = {
   status: SubmissionStatusName,
   ai_summary: Schema.String,
   is_test: Schema.Boolean,
-  file_count: Schema.Number
+  file_count: Count
 }
 
 export const SubmissionListItemWire = Schema.Struct({
   ...submissionFields,
-  message_count: Schema.Number,
-  schema_version: Schema.Number,
+  message_count: Count,
+  schema_version: Count,
   created_at: Timestamp,
   updated_at: Timestamp
 }).annotations({ identifier: "SubmissionListItem" })
@@ -151,7 +267,7 @@ export type SubmissionListItemWire = typeof SubmissionListItemWire.Type
 
 export const SubmissionWire = Schema.Struct({
   ...submissionFields,
-  schema_version: Schema.Number,
+  schema_version: Count,
   intake_bot_id: Schema.String,
   messages: Schema.Array(MessageWire),
   created_at: Timestamp,
@@ -170,16 +286,28 @@ export const CreatedSubmissionWire = Schema.Struct({
 
 export const WebhookStatusName = oneOf(...WebhookStatus.literals)
 
+/** The events an endpoint can subscribe to (webhook.test is sent on request, to any endpoint). */
+export const WebhookEventName = oneOf(...EventType.literals).annotations({ identifier: "WebhookEventName" })
+
+/**
+ * `events` as a request sends it: typed as the event names in the document and for clients,
+ * decoded as strings so the domain reports a bad name together with the body's other
+ * issues (docs/choices.md, Webhooks).
+ */
+export const WebhookEventNameInput = Schema.String.annotations({
+  jsonSchema: { $ref: "#/components/schemas/WebhookEventName" }
+})
+
 const webhookFields = {
   id: Schema.String,
   url: Schema.String,
-  events: Schema.Array(Schema.String),
+  events: Schema.Array(WebhookEventName),
   status: WebhookStatusName,
   description: Schema.String,
   intake_bot_ids: Schema.Array(Schema.String),
   last_delivery_at: Schema.NullOr(Timestamp),
   last_delivery_ok: Schema.NullOr(Schema.Boolean),
-  consecutive_fails: Schema.Number,
+  consecutive_fails: Count,
   created_at: Timestamp,
   updated_at: Timestamp
 }
@@ -198,13 +326,13 @@ export const DeliveryWire = Schema.Struct({
   webhook_id: Schema.String,
   event_id: Schema.String,
   event_type: Schema.String,
-  attempt: Schema.Number,
+  attempt: Count,
   trigger: DeliveryTrigger,
   status: DeliveryStatus,
-  response_status: Schema.NullOr(Schema.Number),
+  response_status: Schema.NullOr(WholeNumber),
   response_body: Schema.NullOr(Schema.String),
   error: Schema.NullOr(Schema.String),
-  duration_ms: Schema.NullOr(Schema.Number),
+  duration_ms: Schema.NullOr(WholeNumber),
   next_retry_at: Schema.NullOr(Timestamp),
   created_at: Timestamp
 }).annotations({ identifier: "Delivery" })
@@ -219,8 +347,8 @@ export const WorkspaceWire = Schema.Struct({
   name: Schema.String,
   plan: PlanName,
   status: WorkspaceStatus,
-  monthly_submission_quota: Schema.NullOr(Schema.Number),
-  rate_limit_per_minute: Schema.NullOr(Schema.Number),
+  monthly_submission_quota: Schema.NullOr(Count),
+  rate_limit_per_minute: Schema.NullOr(Count),
   created_at: Timestamp,
   updated_at: Timestamp
 }).annotations({ identifier: "Workspace" })
