@@ -151,7 +151,11 @@ export const makePgliteClient = (
     const open = () =>
       PGlite.create({
         ...(pgdata === undefined ? {} : { dataDir: pgdata }),
-        parsers: { [types.INT8]: (value: string) => value }
+        parsers: { [types.INT8]: (value: string) => value },
+        // PostgreSQL's 128 MB of shared buffers live in PGlite's WebAssembly memory, which never
+        // shrinks: the embedded default reads a demo's data from the OS's file cache as well
+        // with 16 MB, and its resident memory under load drops by about 100 MB.
+        startParams: [...PGlite.defaultStartParams, "-c", "shared_buffers=16MB"]
       })
     const db = yield* Effect.acquireRelease(
       Effect.tryPromise({

@@ -137,3 +137,18 @@ layer(sharedLayer(Layer.provideMerge(PgRepositoriesLive, migrated(layerPglite({}
     })
   )
 })
+
+describe("PGlite memory", () => {
+  it.live("runs with 16 MB of shared buffers, not PostgreSQL's 128 MB held in WebAssembly memory", () =>
+    Effect.scoped(
+      Effect.gen(function* () {
+        const client = yield* Layer.build(layerPglite({}))
+        const rows = yield* Effect.provide(
+          Effect.flatMap(SqlClient.SqlClient, (sql) => sql<{ shared_buffers: string }>`SHOW shared_buffers`),
+          client
+        )
+        expect(rows[0]?.shared_buffers).toBe("16MB")
+      })
+    )
+  )
+})
