@@ -69,6 +69,21 @@ const peakRssMb = (pid: number | undefined) => {
   }
 }
 
+/**
+ * CPU time a process has used, in microseconds (user + system, from /proc; Linux counts it
+ * in USER_HZ ticks of 10 ms). NaN elsewhere.
+ */
+const cpuMicros = (pid: number | undefined) => {
+  try {
+    // The fields after the command name, which may hold spaces, start after its ")".
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8")
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ")
+    return (Number(fields[11]) + Number(fields[12])) * 10_000
+  } catch {
+    return Number.NaN
+  }
+}
+
 /** The bare node:http baseline, answering `bytes`-byte JSON bodies. */
 const startBareServer = (bytes: number) =>
   new Promise<{ child: ChildProcess; url: string }>((resolve, reject) => {
@@ -227,9 +242,18 @@ interface Load {
   readonly rps: number
   readonly p50: number
   readonly p99: number
+  /** The server's CPU time per request over the run (when its pid is given), in microseconds. */
+  readonly cpuUsPerRequest: number
 }
 
-const load = async (url: string, endpoint: Endpoint, key: string, seconds: number): Promise<Load> => {
+const load = async (
+  url: string,
+  endpoint: Endpoint,
+  key: string,
+  seconds: number,
+  serverPid?: number
+): Promise<Load> => {
+  const cpuBefore = cpuMicros(serverPid)
   const result = await autocannon({
     url,
     method: endpoint.method,
@@ -256,7 +280,12 @@ const load = async (url: string, endpoint: Endpoint, key: string, seconds: numbe
       `${endpoint.label} at ${url}: ${result.non2xx} answers not 2xx, ${result.errors} errors, ${result.timeouts} timeouts`
     )
   }
-  return { rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99 }
+  return {
+    rps: result.requests.average,
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+    cpuUsPerRequest: (cpuMicros(serverPid) - cpuBefore) / result.requests.total
+  }
 }
 
 interface Row {
@@ -265,6 +294,7 @@ interface Row {
   readonly rate: string
   readonly p50: string
   readonly p99: string
+  readonly cpu: string
   readonly rss: string
   readonly bare: string
   readonly ratio: string
@@ -292,7 +322,7 @@ const benchServer = async (store: string, env: Record<string, string>) => {
         headers: endpoint.idempotent ? { "idempotency-key": randomUUID() } : {}
       })
       await load(url, endpoint, key, WARMUP_SECONDS)
-      const intake = await load(url, endpoint, key, DURATION_SECONDS)
+      const intake = await load(url, endpoint, key, DURATION_SECONDS, server.child.pid)
       const bareServer = await startBareServer(Buffer.byteLength(sample.text))
       let bare: Load
       try {
@@ -308,6 +338,7 @@ const benchServer = async (store: string, env: Record<string, string>) => {
         rate: `${Math.round(intake.rps)} req/s`,
         p50: `${intake.p50} ms`,
         p99: `${intake.p99} ms`,
+        cpu: `${Math.round(intake.cpuUsPerRequest)} us`,
         rss: "",
         bare: `${Math.round(bare.rps)} req/s`,
         ratio: (intake.rps / bare.rps).toFixed(3)
@@ -366,6 +397,7 @@ const benchDelivery = (store: string, env: Record<string, string>) =>
         rate: `${figures.deliveriesPerSecond} deliveries/s`,
         p50: `${figures.p50} ms`,
         p99: `${figures.p99} ms`,
+        cpu: "",
         rss: `${figures.peakRssMb} MB`,
         bare: "",
         ratio: ""
@@ -451,8 +483,18 @@ const main = async () => {
 
   console.log("")
   printTable(
-    ["store", "workload", "throughput", "p50", "p99", "peak RSS", "node:http", "ratio"],
-    rows.map((row) => [row.store, row.workload, row.rate, row.p50, row.p99, row.rss, row.bare, row.ratio])
+    ["store", "workload", "throughput", "p50", "p99", "CPU/request", "peak RSS", "node:http", "ratio"],
+    rows.map((row) => [
+      row.store,
+      row.workload,
+      row.rate,
+      row.p50,
+      row.p99,
+      row.cpu,
+      row.rss,
+      row.bare,
+      row.ratio
+    ])
   )
   console.log("")
   console.log(`Round trips per request, after warm-up (${ROUND_TRIP_REQUESTS} requests one at a time):`)
