@@ -2,15 +2,34 @@
  * Platform services every runtime uses: node:crypto behind the Crypto port, and
  * time-sortable identifiers (ULID layout: 10 characters of milliseconds, 16 random).
  */
-import { createHash, createHmac, randomBytes, timingSafeEqual } from "node:crypto"
+import { createHash, createHmac, randomFillSync, timingSafeEqual } from "node:crypto"
 import { lookup } from "node:dns/promises"
 import { AddressResolver, Crypto, Ids, StorageUnavailable } from "@intake/domain"
 import { Clock, Effect, Layer } from "effect"
 
+/**
+ * Random bytes from a pool that is refilled from the system's CSPRNG 4 KB at a time, as
+ * node's randomUUID does: an id costs a copy, not a call into OpenSSL. Every byte is
+ * handed out once.
+ */
+const POOL_BYTES = 4096
+const pool = Buffer.alloc(POOL_BYTES)
+let poolOffset = POOL_BYTES
+const pooledRandomBytes = (size: number): Uint8Array => {
+  if (size > POOL_BYTES) return new Uint8Array(randomFillSync(Buffer.alloc(size)))
+  if (poolOffset + size > POOL_BYTES) {
+    randomFillSync(pool)
+    poolOffset = 0
+  }
+  const bytes = new Uint8Array(pool.subarray(poolOffset, poolOffset + size))
+  poolOffset += size
+  return bytes
+}
+
 export const NodeCryptoLive = Layer.succeed(Crypto, {
   sha256Hex: (input) => createHash("sha256").update(input).digest("hex"),
   hmacSha256: (key, message) => new Uint8Array(createHmac("sha256", key).update(message).digest()),
-  randomBytes: (size) => new Uint8Array(randomBytes(size)),
+  randomBytes: pooledRandomBytes,
   constantTimeEqual: (a, b) => {
     const left = Buffer.from(a)
     const right = Buffer.from(b)
