@@ -1,11 +1,26 @@
 /** node:http and node:net clients for what fetch hides: chunked bodies, exact sizes, resets. */
-import { request } from "node:http"
+import { type IncomingMessage, request } from "node:http"
 import { Effect } from "effect"
 
 export interface RawAnswer {
   readonly status: number
   readonly headers: Record<string, string | string[] | undefined>
   readonly body: unknown
+}
+
+/** Reads a whole answer, its body parsed as JSON when it is JSON. */
+const readAnswer = (res: IncomingMessage, resume: (effect: Effect.Effect<RawAnswer, Error>) => void) => {
+  const chunks: Array<Buffer> = []
+  res.on("data", (chunk: Buffer) => chunks.push(chunk))
+  res.on("end", () => {
+    const text = Buffer.concat(chunks).toString("utf8")
+    let parsed: unknown = text
+    try {
+      parsed = JSON.parse(text)
+    } catch {}
+    resume(Effect.succeed({ status: res.statusCode ?? 0, headers: res.headers, body: parsed }))
+  })
+  res.on("error", (error) => resume(Effect.fail(error)))
 }
 
 /**
@@ -32,19 +47,7 @@ export const rawPost = (
           ...(options.chunked ? {} : { "content-length": String(body.length) })
         }
       },
-      (res) => {
-        const chunks: Array<Buffer> = []
-        res.on("data", (chunk: Buffer) => chunks.push(chunk))
-        res.on("end", () => {
-          const text = Buffer.concat(chunks).toString("utf8")
-          let parsed: unknown = text
-          try {
-            parsed = JSON.parse(text)
-          } catch {}
-          resume(Effect.succeed({ status: res.statusCode ?? 0, headers: res.headers, body: parsed }))
-        })
-        res.on("error", (error) => resume(Effect.fail(error)))
-      }
+      (res) => readAnswer(res, resume)
     )
     req.on("error", (error) => resume(Effect.fail(error)))
     const size = options.chunkSize ?? 64 * 1024
@@ -78,19 +81,9 @@ export const rawRequest = (
 ) =>
   Effect.async<RawAnswer, Error>((resume) => {
     const url = new URL(baseUrl)
-    const req = request({ host: url.hostname, port: url.port, path: rawPath, method, headers }, (res) => {
-      const chunks: Array<Buffer> = []
-      res.on("data", (chunk: Buffer) => chunks.push(chunk))
-      res.on("end", () => {
-        const text = Buffer.concat(chunks).toString("utf8")
-        let parsed: unknown = text
-        try {
-          parsed = JSON.parse(text)
-        } catch {}
-        resume(Effect.succeed({ status: res.statusCode ?? 0, headers: res.headers, body: parsed }))
-      })
-      res.on("error", (error) => resume(Effect.fail(error)))
-    })
+    const req = request({ host: url.hostname, port: url.port, path: rawPath, method, headers }, (res) =>
+      readAnswer(res, resume)
+    )
     req.on("error", (error) => resume(Effect.fail(error)))
     req.end()
   })
