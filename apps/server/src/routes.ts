@@ -94,6 +94,14 @@ const issuesOf = (error: ParseResult.ParseIssue) =>
     }))
   )
 
+/** A struct whose every field is a required plain string (no pattern, no brand, no transformation). */
+const plainStrings = (ast: SchemaAST.AST) =>
+  ast._tag === "TypeLiteral" &&
+  ast.indexSignatures.length === 0 &&
+  ast.propertySignatures.every(
+    (signature) => !signature.isOptional && signature.type._tag === "StringKeyword"
+  )
+
 /** A decoder compiled once per schema (at route build time), failing with validation_failed. */
 const decoderOf = <A>(schema: Schema.Schema<A, unknown, never>) => {
   const decode = ParseResult.decodeUnknown(schema, { errors: "all" })
@@ -187,8 +195,11 @@ export const serve = <
       return reply
     })
   }
-  const decodePath = Option.map(endpoint.pathSchema, (schema) =>
-    decoderOf(schema as Schema.Schema<P, unknown, never>)
+  // Path parameters are strings already: a path schema of plain strings has nothing to decode.
+  const decodePath = Option.filterMap(endpoint.pathSchema, (schema) =>
+    plainStrings(schema.ast)
+      ? Option.none()
+      : Option.some(decoderOf(schema as Schema.Schema<P, unknown, never>))
   )
   const decodeUrlParams = Option.map(endpoint.urlParamsSchema, (schema) =>
     decoderOf(schema as Schema.Schema<U, unknown, never>)

@@ -213,7 +213,7 @@ export const makeAccessLayer = (overrides: Partial<AccessSettings> = {}) =>
           if (probe) probing = true
           // The limiter bounds its own wait (the port's contract, settings.limiterTimeoutMs):
           // a failure or a timeout fails open.
-          return yield* ask.pipe(
+          const asked = ask.pipe(
             // A caller that runs requests uninterruptibly can still cut this wait (its client went away).
             Effect.interruptible,
             Effect.tap(() => {
@@ -237,12 +237,15 @@ export const makeAccessLayer = (overrides: Partial<AccessSettings> = {}) =>
                 }
                 return openDecision(limit, failedAt)
               })
-            ),
-            Effect.ensuring(
-              Effect.sync(() => {
-                if (probe) probing = false
-              })
             )
+          )
+          // Only a probe has something to undo: the common path pays no finalizer.
+          if (!probe) return yield* asked
+          return yield* Effect.ensuring(
+            asked,
+            Effect.sync(() => {
+              probing = false
+            })
           )
         })
 
