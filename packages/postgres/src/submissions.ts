@@ -12,6 +12,7 @@ import {
   type PageRequest,
   PlanLimitExceeded,
   type Submission,
+  type SubmissionListItem,
   SubmissionRepository,
   UsageCounters
 } from "@intake/domain"
@@ -57,7 +58,10 @@ export const listSubmissionsStatement = (
   }
   values.push(page.limit + 1)
   return {
-    text: `SELECT s.*, (SELECT count(*) FROM messages m WHERE m.submission_id = s.id) AS message_count
+    // The columns an item shows (its workspace and bot are the query's own), the count as int4.
+    text: `SELECT s.id, s.data, s.status, s.ai_summary, s.is_test, s.file_count, s.schema_version,
+      s.created_at, s.updated_at,
+      (SELECT count(*) FROM messages m WHERE m.submission_id = s.id)::int AS message_count
     FROM submissions s
     WHERE ${conditions.join(" AND ")}
     ORDER BY s.created_at DESC, s.id DESC
@@ -170,10 +174,15 @@ export const PgIntakeBotRepository = Layer.effect(
   })
 )
 
-const submissionFromRow = (row: Row): Submission => ({
+/** A submission row; `workspaceId` and `intakeBotId` when the query knew them and did not select them. */
+const submissionFromRow = (
+  row: Row,
+  workspaceId = row.workspace_id as string,
+  intakeBotId = row.intake_bot_id as string
+): Submission => ({
   id: row.id as string,
-  workspaceId: row.workspace_id as string,
-  intakeBotId: row.intake_bot_id as string,
+  workspaceId,
+  intakeBotId,
   data: fromJson<Submission["data"]>(row.data),
   status: row.status as Submission["status"],
   aiSummary: row.ai_summary as string,
@@ -182,6 +191,12 @@ const submissionFromRow = (row: Row): Submission => ({
   schemaVersion: toNumber(row.schema_version),
   createdAt: toMillis(row.created_at),
   updatedAt: toMillis(row.updated_at)
+})
+
+/** A row of the list, whose workspace and bot are the ones it was read for. */
+const listItemFromRow = (row: Row, workspaceId: string, intakeBotId: string): SubmissionListItem => ({
+  ...submissionFromRow(row, workspaceId, intakeBotId),
+  messageCount: toNumber(row.message_count)
 })
 
 const messageFromRow = (row: Row): Message => ({
@@ -285,7 +300,7 @@ export const PgSubmissionRepository = Layer.effect(
       findById: (id) =>
         stored("submissions.findById")(
           Effect.map(sql<Row>`SELECT * FROM submissions WHERE id = ${id}`, (rows) =>
-            Option.map(Option.fromNullable(rows[0]), submissionFromRow)
+            Option.map(Option.fromNullable(rows[0]), (row) => submissionFromRow(row))
           )
         ),
       findInBot: (workspaceId, intakeBotId, id) =>
@@ -303,10 +318,7 @@ export const PgSubmissionRepository = Layer.effect(
       list: (workspaceId, intakeBotId, page, range) =>
         stored("submissions.list")(
           Effect.map(rowsOf(listSubmissionsStatement(workspaceId, intakeBotId, page, range)), (rows) =>
-            pageFrom(rows, page.limit, (row) => ({
-              ...submissionFromRow(row),
-              messageCount: toNumber(row.message_count)
-            }))
+            pageFrom(rows, page.limit, (row) => listItemFromRow(row, workspaceId, intakeBotId))
           )
         ),
       delete: (id) =>
