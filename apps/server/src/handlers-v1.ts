@@ -63,7 +63,7 @@ export const v1Routes: ReadonlyArray<Route<V1Services>> = [
         Effect.flatMap(IntakeBots, (bots) => bots.get(principal.workspace.id, path.id)),
         botAnswer
       ),
-    v1
+    { ...v1, answersRepeat: true }
   ),
   serve(
     Api.listSubmissions,

@@ -152,6 +152,12 @@ const idempotencyKey = (request: IncomingRequest) => {
 export interface ServeOptions {
   /** Run POSTs through Idempotency.run when the client sends an Idempotency-Key (API v1 only). */
   readonly idempotent: boolean
+  /**
+   * The handler answers the same object again while what it shows is unchanged (a bot from
+   * the cache): its encoded answer is kept with it. Off for answers built per request, which
+   * would only fill the memo (a weak map costs the garbage collector per entry).
+   */
+  readonly answersRepeat?: boolean
 }
 
 /**
@@ -186,12 +192,14 @@ export const serve = <
     Effect.orDie(encode(value)).pipe(Effect.map((body): StoredResponse => ({ status, body })))
   // A handler that answers the same object again (a bot from the cache) is encoded once.
   const replies = new WeakMap<object, Reply>()
+  const memoized = options.answersRepeat === true
   const replyOf = (value: A) => {
-    const memo = typeof value === "object" && value !== null ? replies.get(value) : undefined
+    const key = memoized && typeof value === "object" && value !== null ? value : undefined
+    const memo = key === undefined ? undefined : replies.get(key)
     if (memo !== undefined) return Effect.succeed(memo)
     return Effect.map(encodeSuccess(value), (answer) => {
       const reply = json(answer.body, answer.status)
-      if (typeof value === "object" && value !== null) replies.set(value, reply)
+      if (key !== undefined) replies.set(key, reply)
       return reply
     })
   }
