@@ -3,7 +3,7 @@
  * bad value fails at start with the variable's name.
  */
 import { RetrySchedule } from "@intake/domain"
-import { logLevelConfig } from "@intake/worker"
+import { logLevelConfig, type SummarizerConfig, summarizerConfig } from "@intake/worker"
 import { Config, ConfigError, Duration, Either, type LogLevel, Option, Redacted } from "effect"
 
 export interface ServerConfig {
@@ -23,6 +23,8 @@ export interface ServerConfig {
   readonly logLevel: LogLevel.LogLevel
   /** REQUEST_TIMEOUT: a request not answered by then answers 500 (default 30 s). */
   readonly requestTimeout: Duration.Duration
+  /** INTAKE_SUMMARIZER…: built-in, or a model behind the OpenAI Responses API. */
+  readonly summarizer: SummarizerConfig
 }
 
 /** `5s`, `30m`, `2h`, `5d`, `250ms`: a positive whole number and a unit (the domain's rule). */
@@ -66,7 +68,8 @@ export const serverConfig: Config.Config<ServerConfig> = Config.all({
   webhookDisableAfter: duration("WEBHOOK_DISABLE_AFTER", "5d"),
   keyCacheTtl: duration("INTAKE_KEY_CACHE_TTL", "60s"),
   logLevel: logLevelConfig,
-  requestTimeout: duration("REQUEST_TIMEOUT", "30s")
+  requestTimeout: duration("REQUEST_TIMEOUT", "30s"),
+  summarizer: summarizerConfig
 })
 
 /** One line naming the variable and what is wrong with it. */

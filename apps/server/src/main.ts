@@ -28,7 +28,8 @@ const program = Effect.gen(function* () {
       redisKeyPrefix: config.redisKeyPrefix,
       access: { keyCacheTtlMs: Duration.toMillis(config.keyCacheTtl) },
       webhookRetrySchedule: config.webhookRetrySchedule.map(Duration.toMillis),
-      webhookDisableAfterMs: Duration.toMillis(config.webhookDisableAfter)
+      webhookDisableAfterMs: Duration.toMillis(config.webhookDisableAfter),
+      summarizer: config.summarizer
     }
   )
   const server = serverLayer({

@@ -21,6 +21,14 @@ export const MemoryDeliveryRepository = Layer.effect(
             write.set(t.deliveryQueue, delivery.id, { dueAt, leaseUntil: null, claimToken: null })
           }
         }),
+      advance: (ids, dueAt) =>
+        db.run((t, write) => {
+          for (const id of ids) {
+            const queued = t.deliveryQueue.get(id)
+            if (queued !== undefined && queued.dueAt > dueAt)
+              write.set(t.deliveryQueue, id, { ...queued, dueAt })
+          }
+        }),
       claimDue: (now, limit, leaseMs, claimToken) =>
         db.run((t, write) => {
           const due = [...t.deliveryQueue]
@@ -98,12 +106,12 @@ export const MemoryDeliveryRepository = Layer.effect(
   )
 )
 
-/** One signal slot: notifications coalesce until a dispatcher takes them. */
-export const MemoryDeliveryWakeups = Layer.effect(
-  DeliveryWakeups,
-  Effect.map(Queue.sliding<void>(1), (queue) =>
-    DeliveryWakeups.of({ notify: Effect.asVoid(Queue.offer(queue, undefined)), next: Queue.take(queue) })
-  )
-)
+/** One signal slot: notifications coalesce until the waiting side takes them. */
+export const signalSlot = Effect.map(Queue.sliding<void>(1), (queue) => ({
+  notify: Effect.asVoid(Queue.offer(queue, undefined)),
+  next: Queue.take(queue)
+}))
+
+export const MemoryDeliveryWakeups = Layer.effect(DeliveryWakeups, signalSlot)
 
 export const MemoryDeliveryPortsLive = Layer.merge(MemoryDeliveryRepository, MemoryDeliveryWakeups)

@@ -43,25 +43,29 @@ export const RESPONSE_BODY_LIMIT = 1024
 export const USER_AGENT = "Intake-Webhooks/1"
 
 /**
- * Queues one pending attempt of each event for every ACTIVE endpoint that takes it.
- * Called inside the unit of work that records the events, so an event and its attempts
- * commit together. Answers how many attempts were queued.
+ * Queues one pending attempt of each event for every ACTIVE endpoint that takes it, due
+ * at `dueAt(event)` (at once unless told otherwise). Called inside the unit of work that
+ * records the events, so an event and its attempts commit together. Answers the attempts
+ * queued.
  */
 export const queueDeliveries = (
   events: ReadonlyArray<DomainEvent>,
-  now: number
-): Effect.Effect<number, StorageUnavailable, DeliveryRepository | Ids> =>
+  now: number,
+  dueAt: (event: DomainEvent) => number = () => now
+): Effect.Effect<ReadonlyArray<Delivery>, StorageUnavailable, DeliveryRepository | Ids> =>
   Effect.gen(function* () {
-    if (events.length === 0) return 0
+    if (events.length === 0) return []
     const repository = yield* DeliveryRepository
     const ids = yield* Ids
     const workspaces = [...new Set(events.map((event) => event.workspaceId))]
     const endpoints = (yield* Effect.forEach(workspaces, repository.activeEndpoints)).flat()
-    const queued: Array<Delivery> = []
+    const byDueTime = new Map<number, Array<Delivery>>()
     for (const event of events)
       for (const endpoint of endpoints)
-        if (endpointTakes(endpoint, event))
-          queued.push(
+        if (endpointTakes(endpoint, event)) {
+          const due = dueAt(event)
+          const batch = byDueTime.get(due) ?? []
+          batch.push(
             pendingAttempt({
               id: yield* ids.next("dlv"),
               webhookId: endpoint.id,
@@ -72,8 +76,10 @@ export const queueDeliveries = (
               createdAt: now
             })
           )
-    if (queued.length > 0) yield* repository.enqueue(queued, now)
-    return queued.length
+          byDueTime.set(due, batch)
+        }
+    for (const [due, batch] of byDueTime) yield* repository.enqueue(batch, due)
+    return [...byDueTime.values()].flat()
   })
 
 const pendingAttempt = (

@@ -1,8 +1,10 @@
 /**
- * The Submissions use cases (decisions.md section 3). Creating one validates first, asks
- * the summarizer outside the transaction (it may be slow), then in one unit of work
- * reserves the monthly quota, stores the submission with its messages, finds or creates
- * the contact and appends the events: all of it commits, or none of it.
+ * The Submissions use cases (decisions.md section 3). Creating one validates first, then
+ * in one unit of work reserves the monthly quota, stores the submission with its messages
+ * and the built-in summary, finds or creates the contact and appends the events: all of
+ * it commits, or none of it. With a model summarizer, the same unit of work queues the
+ * summary job and holds the submission.completed attempts for it (summaries.ts): no
+ * model is ever asked on this path.
  */
 import { Clock, Effect, Either, Layer, Option } from "effect"
 import { Conflict, invalid, notFound, type ValidationIssue } from "../errors.js"
@@ -18,6 +20,7 @@ import {
 import { isEmptyValue, ownValue, type SubmissionData, validateData } from "../policies/field-values.js"
 import { periodOf } from "../policies/period.js"
 import { monthlySubmissionQuota } from "../policies/plans.js"
+import { summarize } from "../policies/summary.js"
 import {
   ContactRepository,
   Crypto,
@@ -28,6 +31,8 @@ import {
   IntakeBotRepository,
   SubmissionRepository,
   Summarizer,
+  SummaryJobRepository,
+  SummaryWakeups,
   UnitOfWork,
   UsageCounters,
   WorkspaceRepository
@@ -35,6 +40,7 @@ import {
 import { queueDeliveries } from "./deliveries.js"
 import { listed, pageRequest } from "./lists.js"
 import { type NewSubmission, Submissions } from "./services.js"
+import { SummarySettings } from "./summary-settings.js"
 
 export const MAX_MESSAGES = 1_000
 export const MAX_MESSAGE_LENGTH = 100_000
@@ -103,6 +109,10 @@ export const SubmissionsLive = Layer.effect(
     const ids = yield* Ids
     const deliveryRepository = yield* DeliveryRepository
     const wakeups = yield* DeliveryWakeups
+    const summaryJobs = yield* SummaryJobRepository
+    const summaryWakeups = yield* SummaryWakeups
+    const summarySettings = yield* SummarySettings
+    const modelSummaries = summarizer.kind === "model"
 
     const botInWorkspace = (workspaceId: string, id: string) =>
       Effect.flatMap(
@@ -142,7 +152,7 @@ export const SubmissionsLive = Layer.effect(
             onSome: Effect.succeed
           })
         )
-        const aiSummary = yield* summarizer.summarize({ bot, data, status })
+        const aiSummary = summarize(bot.schema, data)
         const id = yield* ids.next("sub")
         const messageIds = yield* Effect.forEach(input.messages ?? [], () => ids.next("msg"))
         const now = yield* Clock.currentTimeMillis
@@ -170,11 +180,9 @@ export const SubmissionsLive = Layer.effect(
         const contactId = contactCandidate === null ? null : yield* ids.next("con")
         const eventIds = [yield* ids.next("evt"), yield* ids.next("evt")] as const
 
-        const queued = yield* unitOfWork.transaction(
+        /** The contact, the events and their attempts of a COMPLETED submission, inside its unit of work. */
+        const completed = () =>
           Effect.gen(function* () {
-            yield* usage.reserveSubmission(workspace.id, periodOf(now), monthlySubmissionQuota(workspace))
-            yield* submissions.insert(submission, messages)
-            if (status !== "COMPLETED") return 0
             let contact: { readonly contact: Contact; readonly created: boolean } | null = null
             if (contactCandidate !== null && contactId !== null)
               contact = yield* contacts.findOrCreate({
@@ -199,13 +207,42 @@ export const SubmissionsLive = Layer.effect(
             ]
             yield* outbox.append(events)
             // The attempts commit with their events: none is lost, none sent for a rollback.
-            return yield* queueDeliveries(events, now).pipe(
+            // With a model summarizer, submission.completed waits for its summary, at most the set wait.
+            const holdUntil = now + summarySettings.deliveryWaitMs
+            return yield* queueDeliveries(events, now, (event) =>
+              modelSummaries && event.type === "submission.completed" ? holdUntil : now
+            ).pipe(
               Effect.provideService(DeliveryRepository, deliveryRepository),
               Effect.provideService(Ids, ids)
             )
           })
+
+        const queued = yield* unitOfWork.transaction(
+          Effect.gen(function* () {
+            yield* usage.reserveSubmission(workspace.id, periodOf(now), monthlySubmissionQuota(workspace))
+            yield* submissions.insert(submission, messages)
+            const queued = status === "COMPLETED" ? yield* completed() : []
+            if (modelSummaries) {
+              const held = queued.filter((delivery) => delivery.eventType === "submission.completed")
+              yield* summaryJobs.enqueue(
+                {
+                  submissionId: id,
+                  workspaceId: workspace.id,
+                  intakeBotId: bot.id,
+                  attempts: 0,
+                  heldDeliveryIds: held.map((delivery) => delivery.id),
+                  createdAt: now
+                },
+                now
+              )
+            }
+            return queued
+          })
         )
-        if (queued > 0) yield* wakeups.notify
+        if (modelSummaries) yield* summaryWakeups.notify
+        // Held attempts are not due yet: the summary job wakes the dispatchers when it lets them go.
+        if (queued.some((delivery) => !modelSummaries || delivery.eventType !== "submission.completed"))
+          yield* wakeups.notify
         return { ...submission, messages } satisfies SubmissionDetail
       })
 
