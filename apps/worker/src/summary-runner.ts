@@ -46,6 +46,8 @@ export const runSummaryJobs = (options: SummaryRunnerOptions) =>
     }
 
     const runOne = (job: SummaryJob) =>
+      // Forked from the uninterruptible `fill`, so uninterruptible but for the model call itself
+      // (SummaryJobs.run): a stopping runner cuts the call short, never a write.
       jobs.run(job, options.claimToken).pipe(
         Effect.flatMap(noteModel),
         Effect.tapErrorCause((cause) =>

@@ -1,9 +1,9 @@
 /** The model summarizer against a local server speaking the OpenAI Responses API. */
 import { describe, expect, it } from "@effect/vitest"
 import { Summarizer, type SummaryInput } from "@intake/domain"
+import { type ModelBehaviour, modelServer, promptOf } from "@intake/testing"
 import { Effect, Either, Option, Redacted } from "effect"
 import { ModelSummarizer } from "../src/model-summarizer.js"
-import { type ModelBehaviour, modelServer, promptOf } from "./model-server.js"
 
 const input: SummaryInput = {
   bot: {

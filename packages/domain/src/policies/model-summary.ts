@@ -53,9 +53,17 @@ export const summaryPromptData = (input: SummaryInput): string => {
 const INVISIBLE = /[\p{Cc}\p{Cf}\p{Cs}\p{Co}]/gu
 
 /**
+ * The longest answer still taken as a summary (and cut to 280 characters at a word). A
+ * longer one ignored its instructions (a rambling model, or one that followed text
+ * inside the submission), so none of it is kept.
+ */
+export const MAX_MODEL_ANSWER_LENGTH = 1_000
+
+/**
  * What of a model's answer may be stored as ai_summary: plain text on one line (markup,
  * markdown markers and invisible characters removed), at most 280 characters cut at a
- * word. Null when nothing is left, so the caller keeps the built-in summary.
+ * word. Null when nothing is left or the answer is far too long, so the caller keeps
+ * the built-in summary.
  */
 export const sanitizeModelSummary = (answer: string): string | null => {
   const text = answer
@@ -68,5 +76,5 @@ export const sanitizeModelSummary = (answer: string): string | null => {
     .trim()
     .replace(/^(["'“‘])(.*)(["'”’])$/u, "$2")
     .trim()
-  return text === "" ? null : truncate(text)
+  return text === "" || text.length > MAX_MODEL_ANSWER_LENGTH ? null : truncate(text)
 }

@@ -44,9 +44,13 @@ export const SummaryJobsLive = Layer.effect(
     const uow = yield* UnitOfWork
     const settings = yield* SummarySettings
 
-    /** The model's answer, sanitized; a timeout or an answer with nothing left is a failure. */
+    /**
+     * The model's answer, sanitized; a timeout or an answer with nothing left is a failure.
+     * The call may be interrupted (its time limit, a process stopping) even where the rest
+     * of the job runs uninterruptibly, so that no write is ever cut in the middle.
+     */
     const ask = (input: Parameters<typeof summarizer.summarize>[0]) =>
-      summarizer.summarize(input).pipe(
+      Effect.interruptible(summarizer.summarize(input)).pipe(
         Effect.timeoutFail({
           duration: Duration.millis(settings.timeoutMs),
           onTimeout: () => new SummaryUnavailable({ reason: "timeout", status: null })

@@ -55,10 +55,13 @@ export const modelServer = (initial: ModelBehaviour) =>
     Effect.async<{
       readonly url: string
       readonly requests: Array<RecordedRequest>
+      /** Answers sent so far (a hanging request is not one). */
+      readonly answered: () => number
       behave: (behaviour: ModelBehaviour) => void
       readonly close: () => void
     }>((resume) => {
       let behaviour = initial
+      let answered = 0
       const requests: Array<RecordedRequest> = []
       const server = createServer((request, response) => {
         const chunks: Array<Buffer> = []
@@ -77,10 +80,12 @@ export const modelServer = (initial: ModelBehaviour) =>
           }
           requests.push(recorded)
           const current = behaviour
-          const json = (status: number, value: unknown, headers: Record<string, string> = {}) =>
+          const json = (status: number, value: unknown, headers: Record<string, string> = {}) => {
+            answered++
             response
               .writeHead(status, { "content-type": "application/json", ...headers })
               .end(JSON.stringify(value))
+          }
           switch (current.kind) {
             case "answer": {
               const answer =
@@ -95,6 +100,7 @@ export const modelServer = (initial: ModelBehaviour) =>
                 current.headers
               )
             case "raw":
+              answered++
               return response.writeHead(200, { "content-type": "application/json" }).end(current.body)
             case "hang":
               return
@@ -107,6 +113,7 @@ export const modelServer = (initial: ModelBehaviour) =>
           Effect.succeed({
             url: `http://127.0.0.1:${port}/v1`,
             requests,
+            answered: () => answered,
             behave: (next: ModelBehaviour) => {
               behaviour = next
             },
