@@ -190,6 +190,8 @@ it.live(
       const from = lines.length
       for (let i = 0; i < 3; i++) yield* submitConversation(baseUrl, tenant.botId)
       yield* eventually(() => receiver.received.length === 3, 8_000)
+      // Readiness is the store's, not the model's.
+      expect((yield* call(baseUrl, "GET", "/readyz")).status).toBe(200)
       model.behave({ kind: "answer", text: "Ada Lovelace asks for 40 engines." })
       const last = yield* submitConversation(baseUrl, tenant.botId)
       yield* eventually(() => receiver.received.length === 4, 8_000)

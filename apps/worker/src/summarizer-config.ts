@@ -65,7 +65,11 @@ export const summarizerConfig: Config.Config<SummarizerConfig> = Config.all({
   timeoutMs: millis("INTAKE_SUMMARIZER_TIMEOUT", "10s"),
   concurrency: Config.integer("INTAKE_SUMMARIZER_CONCURRENCY").pipe(
     Config.withDefault(4),
-    Config.validate({ message: "must be at least 1", validation: (n) => n >= 1 })
+    Config.mapOrFail((n) =>
+      n >= 1
+        ? Either.right(n)
+        : Either.left(ConfigError.InvalidData(["INTAKE_SUMMARIZER_CONCURRENCY"], "must be at least 1"))
+    )
   )
 }).pipe(
   Config.mapOrFail((config) => {

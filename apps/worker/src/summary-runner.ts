@@ -80,7 +80,8 @@ export const runSummaryJobs = (options: SummaryRunnerOptions) =>
     const fill = Effect.uninterruptible(
       Effect.gen(function* () {
         const free = (modelFailing ? 1 : options.concurrency) - (yield* Ref.get(inFlight))
-        if (free <= 0) return false
+        // No free slot: wait for one, rather than look at the queue at every new submission.
+        if (free <= 0) return true
         const claimed = yield* jobs.claimDue(free, options.claimToken).pipe(
           Effect.tap(() => claimOutcome(false)),
           Effect.tapErrorCause((cause) => claimOutcome(true, cause)),

@@ -75,8 +75,14 @@ export const PgSummaryJobRepository = Layer.effect(
             ),
       nextDueAt: () =>
         stored("summaryJobs.nextDueAt")(
-          Effect.map(sql<Row>`SELECT min(GREATEST(due_at, lease_until)) AS next FROM summary_jobs`, (rows) =>
-            Option.map(Option.fromNullable(rows[0]?.next), toMillis)
+          Effect.map(
+            // A claimed job is due again when its lease ends, the others at their due time: two
+            // index look-ups (summary_jobs_due, summary_jobs_claimed), never a scan of the backlog.
+            sql<Row>`SELECT LEAST(
+                (SELECT due_at FROM summary_jobs WHERE claim_token IS NULL ORDER BY due_at LIMIT 1),
+                (SELECT min(GREATEST(due_at, lease_until)) FROM summary_jobs WHERE claim_token IS NOT NULL)
+              ) AS next`,
+            (rows) => Option.map(Option.fromNullable(rows[0]?.next), toMillis)
           )
         )
     })
