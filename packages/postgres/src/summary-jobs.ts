@@ -17,6 +17,17 @@ const jobFromRow = (row: Row): SummaryJob => ({
   createdAt: toMillis(row.created_at)
 })
 
+/**
+ * When the earliest job is due: a claimed one when its lease ends, the others at their due
+ * time. Two index look-ups (summary_jobs_due, summary_jobs_claimed), never a scan of the
+ * backlog, which grows while a slow model catches up.
+ */
+export const nextSummaryDueQuery = (sql: SqlClient.SqlClient) =>
+  sql<Row>`SELECT LEAST(
+      (SELECT due_at FROM summary_jobs WHERE claim_token IS NULL ORDER BY due_at LIMIT 1),
+      (SELECT min(GREATEST(due_at, lease_until)) FROM summary_jobs WHERE claim_token IS NOT NULL)
+    ) AS next`
+
 export const PgSummaryJobRepository = Layer.effect(
   SummaryJobRepository,
   Effect.map(SqlClient.SqlClient, (sql) =>
@@ -75,14 +86,8 @@ export const PgSummaryJobRepository = Layer.effect(
             ),
       nextDueAt: () =>
         stored("summaryJobs.nextDueAt")(
-          Effect.map(
-            // A claimed job is due again when its lease ends, the others at their due time: two
-            // index look-ups (summary_jobs_due, summary_jobs_claimed), never a scan of the backlog.
-            sql<Row>`SELECT LEAST(
-                (SELECT due_at FROM summary_jobs WHERE claim_token IS NULL ORDER BY due_at LIMIT 1),
-                (SELECT min(GREATEST(due_at, lease_until)) FROM summary_jobs WHERE claim_token IS NOT NULL)
-              ) AS next`,
-            (rows) => Option.map(Option.fromNullable(rows[0]?.next), toMillis)
+          Effect.map(nextSummaryDueQuery(sql), (rows) =>
+            Option.map(Option.fromNullable(rows[0]?.next), toMillis)
           )
         )
     })
