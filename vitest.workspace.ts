@@ -16,7 +16,7 @@ export default [
     test: {
       name: "server-postgres",
       root: "./apps/server",
-      include: ["test/{auth,requests,resources,webhooks,deliveries}.test.ts"],
+      include: ["test/{auth,requests,resources,webhooks,deliveries,summaries}.test.ts"],
       env: { INTAKE_SERVER_TEST_STORE: "postgres" },
       testTimeout: 60_000,
       hookTimeout: 60_000

@@ -3,7 +3,7 @@
  * bad value fails at start with the variable's name.
  */
 import { ClientAddress, RetrySchedule } from "@intake/domain"
-import { logLevelConfig } from "@intake/worker"
+import { logLevelConfig, type SummarizerConfig, summarizerConfig } from "@intake/worker"
 import { Config, ConfigError, Duration, Either, type LogLevel, Option, Redacted } from "effect"
 import { type CorsOrigins, parseCorsOrigins } from "./cors.js"
 
@@ -28,6 +28,8 @@ export interface ServerConfig {
   readonly trustedProxies: ReadonlyArray<ClientAddress.AddressRange>
   /** INTAKE_CORS_ORIGINS: origins answered as CORS on /v1; undefined, CORS is off. */
   readonly corsOrigins: CorsOrigins | undefined
+  /** INTAKE_SUMMARIZER…: built-in, or a model behind the OpenAI Responses API. */
+  readonly summarizer: SummarizerConfig
 }
 
 /** `5s`, `30m`, `2h`, `5d`, `250ms`: a positive whole number and a unit (the domain's rule). */
@@ -90,7 +92,8 @@ export const serverConfig: Config.Config<ServerConfig> = Config.all({
         ? Either.left(ConfigError.InvalidData(["INTAKE_CORS_ORIGINS"], parsed.error))
         : Either.right(parsed.origins)
     })
-  )
+  ),
+  summarizer: summarizerConfig
 })
 
 /** One line naming the variable and what is wrong with it. */

@@ -28,7 +28,8 @@ const program = Effect.gen(function* () {
       redisKeyPrefix: config.redisKeyPrefix,
       access: { keyCacheTtlMs: Duration.toMillis(config.keyCacheTtl) },
       webhookRetrySchedule: config.webhookRetrySchedule.map(Duration.toMillis),
-      webhookDisableAfterMs: Duration.toMillis(config.webhookDisableAfter)
+      webhookDisableAfterMs: Duration.toMillis(config.webhookDisableAfter),
+      summarizer: config.summarizer
     }
   )
   const server = serverLayer({
@@ -43,7 +44,15 @@ const program = Effect.gen(function* () {
     const baseUrl = `http://localhost:${port}`
     const store = yield* StoreStatus
     const limits = Option.isSome(config.redisUrl) ? "rate limits on Redis" : "in-process rate limits"
-    yield* Effect.logInfo(`Intake listening on ${baseUrl}/v1 (${store.description}, ${limits})`)
+    // The model and the server's address, never the key.
+    const summaries = Option.match(
+      config.summarizer.kind === "openai" ? config.summarizer.model : Option.none(),
+      {
+        onNone: () => "built-in summaries",
+        onSome: (model) => `summaries by ${model} at ${new URL(config.summarizer.url).host}`
+      }
+    )
+    yield* Effect.logInfo(`Intake listening on ${baseUrl}/v1 (${store.description}, ${limits}, ${summaries})`)
     if (yield* store.isEmpty) {
       const demo = yield* seedDemo
       // The one place a full key is printed: straight to stdout, not through the logger.

@@ -19,7 +19,13 @@ import {
   type SqlDatabase
 } from "@intake/postgres"
 import { RedisConnection, RedisLive } from "@intake/redis"
-import { deliveryEngine, dispatcherLayer, watchDatabase } from "@intake/worker"
+import {
+  deliveryEngine,
+  dispatcherLayer,
+  type SummarizerConfig,
+  summarizerLayers,
+  watchDatabase
+} from "@intake/worker"
 import { type Duration, Effect, Layer, Option, Redacted } from "effect"
 import { StoreStatus } from "./database.js"
 import { Readiness, readinessOf } from "./readiness.js"
@@ -37,8 +43,10 @@ export interface RuntimeOptions {
   readonly webhookRetrySchedule?: ReadonlyArray<number>
   /** WEBHOOK_DISABLE_AFTER in milliseconds; 5 days when omitted. */
   readonly webhookDisableAfterMs?: number
-  /** The in-process dispatcher; on unless `false`. */
+  /** The in-process dispatcher (and summary runner, with a model summarizer); on unless `false`. */
   readonly dispatcher?: false | { readonly concurrency?: number; readonly pollIntervalMs?: number }
+  /** INTAKE_SUMMARIZER…: the built-in summarizer when omitted. */
+  readonly summarizer?: SummarizerConfig
   /** How often the database is pinged to log its changes (DatabaseState); 5 s when omitted. */
   readonly databaseWatchInterval?: Duration.DurationInput
   /** On PostgreSQL: the longest wait for a statement's answer; the adapter's 30 s when omitted. */
@@ -72,6 +80,10 @@ export const withSharedAccessState = <A, E, R>(
   })
 
 const withUseCases = <ROut, E>(ports: Layer.Layer<ROut, E>, options: RuntimeOptions) => {
+  const summaries = Option.match(Option.fromNullable(options.summarizer), {
+    onNone: () => ({ settings: Layer.empty, model: Option.none() }),
+    onSome: summarizerLayers
+  })
   const useCases = Layer.merge(
     makeUseCasesLayer(options.access),
     deliveryEngine({
@@ -87,17 +99,33 @@ const withUseCases = <ROut, E>(ports: Layer.Layer<ROut, E>, options: RuntimeOpti
     })
   ).pipe(
     Layer.provideMerge(
-      Layer.merge(
-        withSharedAccessState(ports, options.redisUrl ?? Option.none(), options.redisKeyPrefix),
-        WebhookSettings.layer({ allowPrivateNetworks: options.webhookAllowPrivateNetworks })
+      Layer.mergeAll(
+        withSharedAccessState(
+          // The right side of a merge wins: the model summarizer replaces the ports' built-in one.
+          Option.match(summaries.model, {
+            onNone: () => ports,
+            onSome: ({ summarizer }) => Layer.merge(ports, summarizer)
+          }),
+          options.redisUrl ?? Option.none(),
+          options.redisKeyPrefix
+        ),
+        WebhookSettings.layer({ allowPrivateNetworks: options.webhookAllowPrivateNetworks }),
+        summaries.settings
       )
     )
   )
   if (options.dispatcher === false) return useCases
-  return dispatcherLayer({
-    concurrency: options.dispatcher?.concurrency ?? 32,
-    pollIntervalMs: options.dispatcher?.pollIntervalMs ?? 1_000
-  }).pipe(Layer.provideMerge(useCases))
+  const background = Option.match(summaries.model, {
+    onNone: () => Layer.empty,
+    onSome: ({ runner }) => runner
+  })
+  return Layer.merge(
+    dispatcherLayer({
+      concurrency: options.dispatcher?.concurrency ?? 32,
+      pollIntervalMs: options.dispatcher?.pollIntervalMs ?? 1_000
+    }),
+    background
+  ).pipe(Layer.provideMerge(useCases))
 }
 
 export const embeddedRuntime = (options: RuntimeOptions) => withUseCases(MemoryPortsLive, options)

@@ -30,7 +30,7 @@ const ShiftedClock: Clock.Clock = {
  */
 type Services = Exclude<Layer.Layer.Success<ReturnType<typeof embeddedRuntime>>, MemoryDatabase>
 
-const runtimeFor = (options: RuntimeOptions): Layer.Layer<Services, unknown> => {
+export const runtimeFor = (options: RuntimeOptions): Layer.Layer<Services, unknown> => {
   switch (process.env.INTAKE_SERVER_TEST_STORE) {
     case "postgres":
       return sqlRuntime(PostgresTestDatabase(), "PostgreSQL", options)

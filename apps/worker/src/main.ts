@@ -4,7 +4,8 @@
  * Any number of workers may share one database. On SIGTERM (or Ctrl-C) it finishes the
  * attempts it claimed and claims nothing more. It needs a shared store: with the
  * embedded database the server runs the dispatcher in-process. It logs the database going
- * away and coming back (DatabaseState).
+ * away and coming back (DatabaseState). With INTAKE_SUMMARIZER=openai it also runs the
+ * summary jobs (docs/choices.md, "Summaries").
  */
 import { NodeRuntime } from "@effect/platform-node"
 import { WebhookSettings } from "@intake/domain"
@@ -13,10 +14,12 @@ import { Cause, Config, ConfigError, Console, Effect, Layer, Option } from "effe
 import { deliveryConfig, deliveryEngine, dispatcherLayer } from "./config.js"
 import { watchDatabase } from "./database-state.js"
 import { loggingLayer, logLevelConfig } from "./logging.js"
+import { summarizerConfig, summarizerLayers } from "./summarizer-config.js"
 
 const program = Effect.gen(function* () {
   const config = yield* deliveryConfig
   const logLevel = yield* logLevelConfig
+  const summaries = summarizerLayers(yield* summarizerConfig)
   const databaseUrl = yield* Config.option(Config.redacted("DATABASE_URL"))
   if (Option.isNone(databaseUrl)) {
     yield* Console.error(
@@ -33,15 +36,21 @@ const program = Effect.gen(function* () {
     }
   }).pipe(
     Layer.provideMerge(
-      Layer.merge(
-        PostgresPortsLive({ url: databaseUrl.value }),
-        WebhookSettings.layer({ allowPrivateNetworks: config.allowPrivateNetworks })
+      Layer.mergeAll(
+        Option.match(summaries.model, {
+          onNone: () => PostgresPortsLive({ url: databaseUrl.value }),
+          // The right side of a merge wins: the model summarizer replaces the ports' built-in one.
+          onSome: ({ summarizer }) => Layer.merge(PostgresPortsLive({ url: databaseUrl.value }), summarizer)
+        }),
+        WebhookSettings.layer({ allowPrivateNetworks: config.allowPrivateNetworks }),
+        summaries.settings
       )
     )
   )
-  const worker = Layer.merge(
+  const worker = Layer.mergeAll(
     dispatcherLayer({ concurrency: config.concurrency, pollIntervalMs: config.pollIntervalMs }),
-    watchDatabase(pingDatabase)
+    watchDatabase(pingDatabase),
+    Option.match(summaries.model, { onNone: () => Layer.empty, onSome: ({ runner }) => runner })
   ).pipe(Layer.provide(engine))
   return yield* Effect.gen(function* () {
     // The line a supervisor (or a test) waits for.

@@ -227,6 +227,23 @@ export const Delivery = Schema.Struct({
 })
 export type Delivery = typeof Delivery.Type
 
+// ---------------------------------------------------------------- model summaries
+
+/**
+ * A submission waiting for the model's summary (docs/choices.md, "Summaries"): queued in
+ * the unit of work that stores the submission, done by whichever server or worker claims it.
+ */
+export interface SummaryJob {
+  readonly submissionId: string
+  readonly workspaceId: string
+  readonly intakeBotId: string
+  /** Model calls already made for it. */
+  readonly attempts: number
+  /** The submission.completed attempts held back until this summary is stored (or the wait ends). */
+  readonly heldDeliveryIds: ReadonlyArray<string>
+  readonly createdAt: EpochMillis
+}
+
 // ---------------------------------------------------------------- lists
 
 /** A position in a newest-first list: the last item seen. */

@@ -21,11 +21,13 @@ import type {
   IntakeBot,
   IntakeBotListItem,
   Message,
+  MessageRole,
   Page,
   PageRequest,
   Submission,
   SubmissionDetail,
   SubmissionListItem,
+  SummaryJob,
   WebhookEndpoint,
   Workspace
 } from "./models.js"
@@ -155,6 +157,8 @@ export class SubmissionRepository extends Context.Tag("@intake/SubmissionReposit
     ) => Stored<Page<SubmissionListItem>>
     /** Deletes the submission and its messages; true when it existed. */
     readonly delete: (id: string) => Stored<boolean>
+    /** Replaces its ai_summary and sets updated_at to `at`; false when the submission is gone. */
+    readonly replaceSummary: (id: string, summary: string, at: EpochMillis) => Stored<boolean>
   }
 >() {}
 
@@ -339,17 +343,80 @@ export class AccessInvalidation extends Context.Tag("@intake/AccessInvalidation"
 
 // ---------------------------------------------------------------- summaries
 
+/** Everything a summary is made of: the bot's name and field labels, the data, the status, the conversation. */
 export interface SummaryInput {
-  readonly bot: IntakeBot
+  readonly bot: Pick<IntakeBot, "name" | "schema">
   readonly data: Readonly<Record<string, unknown>>
   readonly status: string
+  /** The conversation, oldest first (empty for a form filled in at once). */
+  readonly messages: ReadonlyArray<{ readonly role: MessageRole; readonly content: string }>
 }
+
+/**
+ * Why a summarizer gave no summary. Only a category (and the HTTP status, when there was
+ * one) travels: never the model's or its server's own words, which may echo the request.
+ */
+export class SummaryUnavailable extends Data.TaggedError("SummaryUnavailable")<{
+  readonly reason:
+    | "timeout"
+    | "unreachable"
+    | "rate_limited"
+    | "rejected"
+    | "server_error"
+    | "malformed"
+    | "empty"
+  readonly status: number | null
+}> {}
 
 export class Summarizer extends Context.Tag("@intake/Summarizer")<
   Summarizer,
   {
-    /** A plain-text summary of at most 280 characters. A summarizer that fails yields "". */
-    readonly summarize: (input: SummaryInput) => Effect.Effect<string>
+    /**
+     * "built-in": deterministic and immediate, stored with the submission. "model": asked
+     * by the summary job after the submission is stored, never on the request path.
+     */
+    readonly kind: "built-in" | "model"
+    /** A summary as the summarizer wrote it; the caller sanitizes it (policies/model-summary.ts). */
+    readonly summarize: (input: SummaryInput) => Effect.Effect<string, SummaryUnavailable>
+  }
+>() {}
+
+/**
+ * The queue of submissions waiting for the model's summary, leased like delivery attempts:
+ * a job claimed by a process that dies returns when its lease ends.
+ */
+export class SummaryJobRepository extends Context.Tag("@intake/SummaryJobRepository")<
+  SummaryJobRepository,
+  {
+    /** Queues the job, due at `dueAt`; inside the unit of work that stores its submission. */
+    readonly enqueue: (job: SummaryJob, dueAt: EpochMillis) => Stored<void>
+    /** Leases up to `limit` due jobs (not leased, or whose lease ended), earliest due first. */
+    readonly claimDue: (
+      now: EpochMillis,
+      limit: number,
+      leaseMs: number,
+      claimToken: string
+    ) => Stored<ReadonlyArray<SummaryJob>>
+    /** Removes a claimed job (done, or given up); false when the claim is no longer `claimToken`'s. */
+    readonly finish: (submissionId: string, claimToken: string) => Stored<boolean>
+    /**
+     * Makes a claimed job due again at `dueAt` with one more attempt counted and no
+     * deliveries held any more; false when the claim is no longer `claimToken`'s.
+     */
+    readonly retryAt: (submissionId: string, claimToken: string, dueAt: EpochMillis) => Stored<boolean>
+    /** Gives claimed jobs back, due at once (a process stopping). */
+    readonly release: (submissionIds: ReadonlyArray<string>, claimToken: string) => Stored<void>
+    /** When the earliest job is due (leased ones at their lease's end), if any. */
+    readonly nextDueAt: () => Stored<Option.Option<EpochMillis>>
+  }
+>() {}
+
+/** Wakes this process's summary runner when a job was queued. Best effort, like DeliveryWakeups. */
+export class SummaryWakeups extends Context.Tag("@intake/SummaryWakeups")<
+  SummaryWakeups,
+  {
+    readonly notify: Effect.Effect<void>
+    readonly next: Effect.Effect<void>
   }
 >() {}
 
@@ -388,6 +455,8 @@ export class DeliveryRepository extends Context.Tag("@intake/DeliveryRepository"
     readonly endpoint: (webhookId: string) => Stored<Option.Option<WebhookEndpoint>>
     /** Stores pending attempts, due at `dueAt`; inside the caller's unit of work. */
     readonly enqueue: (deliveries: ReadonlyArray<Delivery>, dueAt: EpochMillis) => Stored<void>
+    /** Makes the pending attempts among `ids` due at `dueAt` unless they are due sooner (a held attempt let go). */
+    readonly advance: (ids: ReadonlyArray<string>, dueAt: EpochMillis) => Stored<void>
     /**
      * Leases up to `limit` pending attempts that are due at `now` and not leased (or whose
      * lease ended), earliest due first, until `now + leaseMs`, under `claimToken`.

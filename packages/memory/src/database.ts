@@ -15,6 +15,7 @@ import type {
   Message,
   StoredResponse,
   Submission,
+  SummaryJob,
   WebhookEndpoint,
   Workspace
 } from "@intake/domain"
@@ -33,6 +34,11 @@ export interface QueuedDelivery {
   /** Until when a dispatcher holds it; null when nobody does. */
   readonly leaseUntil: number | null
   readonly claimToken: string | null
+}
+
+/** A summary job and its place in the queue. */
+export interface QueuedSummaryJob extends QueuedDelivery {
+  readonly job: SummaryJob
 }
 
 export interface Tables {
@@ -55,6 +61,8 @@ export interface Tables {
   readonly deliveries: Map<string, Delivery>
   /** delivery id -> queue position, for pending attempts only */
   readonly deliveryQueue: Map<string, QueuedDelivery>
+  /** submission id -> its summary job */
+  readonly summaryJobs: Map<string, QueuedSummaryJob>
   /** `${apiKeyId}|${key}` -> record */
   readonly idempotency: Map<string, IdempotencyRecord>
 }
@@ -74,6 +82,7 @@ const emptyTables = (): Tables => ({
   webhooks: new Map(),
   deliveries: new Map(),
   deliveryQueue: new Map(),
+  summaryJobs: new Map(),
   idempotency: new Map()
 })
 

@@ -31,6 +31,14 @@ export const MemoryDeliveryRepository = Layer.effect(
       activeEndpoints: (workspaceId) => db.run((t) => activeEndpointsIn(t, workspaceId)),
       endpoint: (webhookId) => db.run((t) => Option.fromNullable(t.webhooks.get(webhookId))),
       enqueue: (deliveries, dueAt) => db.run((t, write) => enqueueIn(t, write, deliveries, dueAt)),
+      advance: (ids, dueAt) =>
+        db.run((t, write) => {
+          for (const id of ids) {
+            const queued = t.deliveryQueue.get(id)
+            if (queued !== undefined && queued.dueAt > dueAt)
+              write.set(t.deliveryQueue, id, { ...queued, dueAt })
+          }
+        }),
       claimDue: (now, limit, leaseMs, claimToken) =>
         db.run((t, write) => {
           const due = [...t.deliveryQueue]
@@ -108,12 +116,12 @@ export const MemoryDeliveryRepository = Layer.effect(
   )
 )
 
-/** One signal slot: notifications coalesce until a dispatcher takes them. */
-export const MemoryDeliveryWakeups = Layer.effect(
-  DeliveryWakeups,
-  Effect.map(Queue.sliding<void>(1), (queue) =>
-    DeliveryWakeups.of({ notify: Effect.asVoid(Queue.offer(queue, undefined)), next: Queue.take(queue) })
-  )
-)
+/** One signal slot: notifications coalesce until the waiting side takes them. */
+export const signalSlot = Effect.map(Queue.sliding<void>(1), (queue) => ({
+  notify: Effect.asVoid(Queue.offer(queue, undefined)),
+  next: Queue.take(queue)
+}))
+
+export const MemoryDeliveryWakeups = Layer.effect(DeliveryWakeups, signalSlot)
 
 export const MemoryDeliveryPortsLive = Layer.merge(MemoryDeliveryRepository, MemoryDeliveryWakeups)

@@ -53,6 +53,13 @@ export const MemorySubmissionRepository = Layer.effect(
             hasMore: found.hasMore
           }
         }),
+      replaceSummary: (id, summary, at) =>
+        db.run((t, w) => {
+          const submission = t.submissions.get(id)
+          if (submission === undefined) return false
+          w.set(t.submissions, id, { ...submission, aiSummary: summary, updatedAt: at })
+          return true
+        }),
       delete: (id) =>
         db.run((t, w) => {
           if (!t.submissions.has(id)) return false

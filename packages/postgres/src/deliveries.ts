@@ -81,6 +81,13 @@ export const PgDeliveryRepository = Layer.effect(
         ),
       enqueue: (deliveries, dueAt) =>
         stored("deliveries.enqueue")(insert(deliveries.map((d) => deliveryRow(d, dueAt)))),
+      advance: (ids, dueAt) =>
+        ids.length === 0
+          ? Effect.void
+          : stored("deliveries.advance")(
+              Effect.asVoid(sql`UPDATE deliveries SET due_at = ${toDate(dueAt)}
+                WHERE ${sql.in("id", ids)} AND due_at > ${toDate(dueAt)}`)
+            ),
       claimDue: (now, limit, leaseMs, claimToken) =>
         stored("deliveries.claimDue")(
           Effect.map(

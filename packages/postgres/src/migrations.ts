@@ -190,5 +190,27 @@ export const migrations: ReadonlyArray<Migration> = [
         FOR EACH ROW EXECUTE FUNCTION intake_bots_count_submissions()`,
       `UPDATE intake_bots b SET submission_count = (SELECT count(*) FROM submissions s WHERE s.intake_bot_id = b.id)`
     ]
+  },
+  {
+    id: 4,
+    name: "summary jobs",
+    statements: [
+      // Submissions waiting for the model's summary (docs/choices.md, "Summaries"), leased like
+      // delivery attempts. No foreign key: a job whose submission was deleted ends by itself.
+      `CREATE TABLE summary_jobs (
+        submission_id text COLLATE "C" PRIMARY KEY,
+        workspace_id text COLLATE "C" NOT NULL,
+        intake_bot_id text COLLATE "C" NOT NULL,
+        attempts integer NOT NULL,
+        held_delivery_ids json NOT NULL,
+        created_at timestamptz(3) NOT NULL,
+        due_at timestamptz(3) NOT NULL,
+        lease_until timestamptz(3),
+        claim_token text COLLATE "C"
+      )`,
+      `CREATE INDEX summary_jobs_due ON summary_jobs (due_at, submission_id)`,
+      // The few claimed jobs, so that the next due time is two index look-ups, not a scan of the backlog.
+      `CREATE INDEX summary_jobs_claimed ON summary_jobs (lease_until) WHERE claim_token IS NOT NULL`
+    ]
   }
 ]

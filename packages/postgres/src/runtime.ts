@@ -11,6 +11,7 @@ import { BuiltInSummarizerLive } from "@intake/domain"
 import {
   MemoryAccessInvalidation,
   MemoryRateLimiter,
+  MemorySummaryWakeups,
   NodeAddressResolver,
   PlatformLive
 } from "@intake/memory"
@@ -22,6 +23,7 @@ import { DEFAULT_CONNECT_TIMEOUT, layerPostgres, type PostgresConfig } from "./p
 import { layerPglite } from "./pglite-client.js"
 import { IdempotencyPurgeLive } from "./purge.js"
 import { PgSubmissionPortsLive } from "./submissions.js"
+import { PgSummaryJobRepository } from "./summary-jobs.js"
 import { PgUnitOfWork } from "./unit-of-work.js"
 import { PgWebhookPortsLive } from "./webhooks.js"
 
@@ -32,6 +34,7 @@ export const PgRepositoriesLive = Layer.mergeAll(
   PgSubmissionPortsLive,
   PgWebhookPortsLive,
   PgDeliveryRepository,
+  PgSummaryJobRepository,
   PgUnitOfWork
 )
 
@@ -53,7 +56,9 @@ const portsOver = <E>(database: Layer.Layer<PgClient.PgClient | SqlClient.SqlCli
     MemoryAccessInvalidation,
     BuiltInSummarizerLive,
     NodeAddressResolver,
-    PgDeliveryWakeups
+    PgDeliveryWakeups,
+    // In-process: the server that queued a job runs it; other processes find it at their next poll.
+    MemorySummaryWakeups
   )
   return Layer.merge(repositories, IdempotencyPurgeLive().pipe(Layer.provide(PgWebhookPortsLive))).pipe(
     Layer.provideMerge(PlatformLive),

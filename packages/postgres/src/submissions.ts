@@ -321,6 +321,14 @@ export const PgSubmissionRepository = Layer.effect(
             pageFrom(rows, page.limit, (row) => listItemFromRow(row, workspaceId, intakeBotId))
           )
         ),
+      replaceSummary: (id, summary, at) =>
+        stored("submissions.replaceSummary")(
+          Effect.map(
+            sql<Row>`UPDATE submissions SET ai_summary = ${summary}, updated_at = ${toDate(at)}
+              WHERE id = ${id} RETURNING id`,
+            (rows) => rows.length > 0
+          )
+        ),
       delete: (id) =>
         stored("submissions.delete")(
           Effect.map(

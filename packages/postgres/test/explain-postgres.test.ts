@@ -9,6 +9,7 @@ import type { Statement } from "@effect/sql/Statement"
 import { expect, layer } from "@effect/vitest"
 import { Duration, Effect } from "effect"
 import { listBotsQuery, listSubmissionsQuery } from "../src/submissions.js"
+import { nextSummaryDueQuery } from "../src/summary-jobs.js"
 import { PostgresTestDatabase } from "../src/test-database.js"
 import { listWebhooksQuery } from "../src/webhooks.js"
 import { describePostgres } from "./support.js"
@@ -79,6 +80,10 @@ const seed = Effect.gen(function* () {
   yield* sql`INSERT INTO webhook_endpoints SELECT 'wh_' || i, 'ws_' || (i % 50 + 1), 'https://example.com', '[]', 'active',
       '', '[]', 'whsec_x', NULL, NULL, 0, NULL, now() - i * interval '1 minute', now()
     FROM generate_series(1, 5000) i`
+  // A backlog of 50 000 summary jobs behind a slow model, 8 of them claimed.
+  yield* sql`INSERT INTO summary_jobs SELECT 'sub_' || i, 'ws_1', 'bot_1', 0, '[]', now(), now() - i * interval '1 second',
+      CASE WHEN i <= 8 THEN now() + interval '1 minute' END, CASE WHEN i <= 8 THEN 'runner' END
+    FROM generate_series(1, 50000) i`
   yield* sql`ANALYZE`
 })
 
@@ -120,6 +125,16 @@ describePostgres("on PostgreSQL", () => {
           submission_count: string
         }>`SELECT submission_count FROM intake_bots WHERE id = 'bot_1'`
         expect(Number(bot!.submission_count)).toBe(20_050)
+      })
+    )
+
+    it.effect("the next due summary job: two index look-ups, whatever the backlog", () =>
+      Effect.gen(function* () {
+        const sql = yield* SqlClient.SqlClient
+        const plan = yield* planOf(nextSummaryDueQuery(sql))
+        expect(plan.map((n) => n["Node Type"])).not.toContain("Seq Scan")
+        expect(plan.map((n) => n["Node Type"])).not.toContain("Sort")
+        expect(new Set(indexScans(plan))).toEqual(new Set(["summary_jobs_due", "summary_jobs_claimed"]))
       })
     )
 

@@ -10,6 +10,7 @@ import type {
   IdempotencyStore,
   IntakeBotRepository,
   SubmissionRepository,
+  SummaryJobRepository,
   UnitOfWork,
   UsageCounters,
   WebhookRepository,
@@ -23,6 +24,7 @@ import {
   idempotencyStoreContract,
   intakeBotRepositoryContract,
   submissionRepositoryContract,
+  summaryJobRepositoryContract,
   usageCountersContract,
   webhookRepositoryContract,
   workspaceRepositoryContract
@@ -100,11 +102,21 @@ export const storageContracts = (
  */
 export const deliveryContract = (
   name: string,
-  ports: Layer.Layer<DeliveryRepository | WebhookRepository | UnitOfWork | SqlClient.SqlClient>
-): void =>
+  ports: Layer.Layer<
+    DeliveryRepository | WebhookRepository | SummaryJobRepository | UnitOfWork | SqlClient.SqlClient
+  >
+): void => {
   deliveryRepositoryContract(
     name,
     Layer.effectDiscard(
       Effect.orDie(Effect.flatMap(SqlClient.SqlClient, (sql) => sql`DELETE FROM deliveries`))
     ).pipe(Layer.provideMerge(ports))
   )
+  // The summary job queue is global too.
+  summaryJobRepositoryContract(
+    name,
+    Layer.effectDiscard(
+      Effect.orDie(Effect.flatMap(SqlClient.SqlClient, (sql) => sql`DELETE FROM summary_jobs`))
+    ).pipe(Layer.provideMerge(ports))
+  )
+}

@@ -12,6 +12,8 @@ import {
   type ReceiverResponse,
   ReceiverUnreachable,
   SubmissionsLive,
+  type Summarizer,
+  SummaryJobsLive,
   WebhookSettings,
   WebhooksLive
 } from "@intake/domain"
@@ -94,6 +96,8 @@ export interface DeliveryRulesOptions {
   readonly allowPrivateNetworks?: boolean
   /** What the DNS double answers; read at each lookup, so a test may re-point a name. */
   readonly addresses?: Record<string, ReadonlyArray<string>>
+  /** In place of the built-in summarizer (a model double), with the summary job's use cases. */
+  readonly summarizer?: Layer.Layer<Summarizer>
 }
 
 /**
@@ -110,7 +114,7 @@ export const deliveryRulesLayer = (
     MemoryWebhookRepository,
     MemoryIdempotencyStore,
     MemoryUnitOfWork,
-    BuiltInSummarizerLive
+    options.summarizer ?? BuiltInSummarizerLive
   ).pipe(Layer.provideMerge(PlatformLive), Layer.provideMerge(MemoryDatabase.Default))
   const settings = Layer.mergeAll(
     receiver,
@@ -118,7 +122,7 @@ export const deliveryRulesLayer = (
     WebhookSettings.layer({ allowPrivateNetworks: options.allowPrivateNetworks ?? false }),
     DeliverySettings.layer(options.settings ?? {})
   )
-  return Layer.mergeAll(SubmissionsLive, IntakeBotsLive, WebhooksLive, DeliveriesLive).pipe(
+  return Layer.mergeAll(SubmissionsLive, IntakeBotsLive, WebhooksLive, DeliveriesLive, SummaryJobsLive).pipe(
     Layer.provideMerge(Layer.merge(ports, settings))
   )
 }

@@ -40,15 +40,22 @@ export const truncate = (text: string, max = MAX_SUMMARY_LENGTH): string => {
   return head.replace(/[\s;,:]+$/, "") + ELLIPSIS
 }
 
+/** The bot's fields that have a value, in schema order: one-line label and rendered value. */
+export const labelledValues = (
+  schema: ReadonlyArray<SchemaField>,
+  data: Readonly<Record<string, unknown>>
+): ReadonlyArray<{ readonly label: string; readonly value: string }> =>
+  schema.flatMap((field) => {
+    const value = render(ownValue(data, field.name))
+    return value === null ? [] : [{ label: oneLine(field.label), value }]
+  })
+
 export const summarize = (
   schema: ReadonlyArray<SchemaField>,
   data: Readonly<Record<string, unknown>>
 ): string =>
   truncate(
-    schema
-      .flatMap((field) => {
-        const value = render(ownValue(data, field.name))
-        return value === null ? [] : [`${oneLine(field.label)}: ${value}`]
-      })
+    labelledValues(schema, data)
+      .map(({ label, value }) => `${label}: ${value}`)
       .join("; ")
   )

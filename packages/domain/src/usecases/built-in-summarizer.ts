@@ -4,5 +4,6 @@ import { Summarizer } from "../ports.js"
 
 /** The deterministic summarizer of decisions.md section 3: labels and values, at most 280 characters. */
 export const BuiltInSummarizerLive = Layer.succeed(Summarizer, {
+  kind: "built-in",
   summarize: ({ bot, data }) => Effect.succeed(summarize(bot.schema, data))
 })

@@ -29,11 +29,13 @@ import type {
   Scope,
   SubmissionDetail,
   SubmissionListItem,
+  SummaryJob,
   WebhookEndpoint,
   Workspace,
   WorkspaceStatus
 } from "../models.js"
 import type { RateLimitDecision, StoredResponse } from "../ports.js"
+import type { SummaryOutcome } from "./summaries.js"
 
 // ---------------------------------------------------------------- shared shapes
 
@@ -341,5 +343,19 @@ export class Idempotency extends Context.Tag("@intake/Idempotency")<
       operation: Effect.Effect<A, E, R>,
       responses: IdempotentResponses<A, E>
     ) => Effect.Effect<IdempotentOutcome<A>, E | IdempotencyConflict | StorageUnavailable, R>
+  }
+>() {}
+
+// ---------------------------------------------------------------- model summaries
+
+/** The summary job's use cases, for the runner of apps/worker (see summaries.ts). */
+export class SummaryJobs extends Context.Tag("@intake/SummaryJobs")<
+  SummaryJobs,
+  {
+    readonly claimDue: (limit: number, claimToken: string) => Effect.Effect<ReadonlyArray<SummaryJob>, Fails>
+    readonly release: (submissionIds: ReadonlyArray<string>, claimToken: string) => Effect.Effect<void, Fails>
+    readonly nextDueAt: Effect.Effect<Option.Option<EpochMillis>, Fails>
+    /** Asks the model for one claimed job and stores what comes of it. */
+    readonly run: (job: SummaryJob, claimToken: string) => Effect.Effect<SummaryOutcome, Fails>
   }
 >() {}

@@ -1,15 +1,18 @@
 /**
  * The Submissions use cases (decisions.md section 3). Creating one reads the bot with its
- * workspace and webhook endpoints, validates, asks the summarizer outside the transaction
- * (it may be slow), then in one unit of work finds or creates the contact, appends the
- * events with their delivery attempts and, last, stores the submission within the
- * monthly quota: all of it commits, or none of it. Each of those steps is one port call,
- * one statement on PostgreSQL (docs/choices.md, "Round trips of a create").
+ * workspace and webhook endpoints, validates, takes the built-in summary, then in one unit
+ * of work finds or creates the contact, appends the events with their delivery attempts
+ * and, last, stores the submission within the monthly quota: all of it commits, or none of
+ * it. Each of those steps is one port call, one statement on PostgreSQL (docs/choices.md,
+ * "Round trips of a create"). With a model summarizer, the same unit of work queues the
+ * summary job and holds the submission.completed attempts for it (summaries.ts): no model
+ * is ever asked on this path.
  */
 import { Clock, Effect, Either, Layer, Option } from "effect"
 import { Conflict, invalid, notFound, type ValidationIssue } from "../errors.js"
 import {
   type Contact,
+  type Delivery,
   type DomainEvent,
   type IntakeBot,
   type Message,
@@ -20,9 +23,11 @@ import {
 import { isEmptyValue, ownValue, type SubmissionData, validateData } from "../policies/field-values.js"
 import { periodOf } from "../policies/period.js"
 import { monthlySubmissionQuota } from "../policies/plans.js"
+import { summarize } from "../policies/summary.js"
 import {
   ContactRepository,
   Crypto,
+  DeliveryRepository,
   DeliveryWakeups,
   EventOutbox,
   Ids,
@@ -30,12 +35,15 @@ import {
   type IntakeTarget,
   SubmissionRepository,
   Summarizer,
+  SummaryJobRepository,
+  SummaryWakeups,
   UnitOfWork
 } from "../ports.js"
 import { pendingAttemptsFor } from "./deliveries.js"
 import { IntakeBotCache, IntakeBotCacheLive } from "./intake-bot-cache.js"
 import { listed, pageRequest } from "./lists.js"
 import { type NewSubmission, Submissions } from "./services.js"
+import { SummarySettings } from "./summary-settings.js"
 
 export const MAX_MESSAGES = 1_000
 export const MAX_MESSAGE_LENGTH = 100_000
@@ -102,6 +110,11 @@ export const SubmissionsLive = Layer.effect(
     const crypto = yield* Crypto
     const ids = yield* Ids
     const wakeups = yield* DeliveryWakeups
+    const deliveryRepository = yield* DeliveryRepository
+    const summaryJobs = yield* SummaryJobRepository
+    const summaryWakeups = yield* SummaryWakeups
+    const summarySettings = yield* SummarySettings
+    const modelSummaries = summarizer.kind === "model"
 
     const botInWorkspace = (workspaceId: string, id: string) =>
       Effect.flatMap(
@@ -153,7 +166,8 @@ export const SubmissionsLive = Layer.effect(
               message: `The intake bot is ${bot.status.toLowerCase()} and takes no submissions.`
             })
           )
-        const aiSummary = yield* summarizer.summarize({ bot, data, status })
+        // The built-in summary is stored at once; a model's replaces it later (summaries.ts).
+        const aiSummary = summarize(bot.schema, data)
         const id = yield* ids.next("sub")
         const messageIds = yield* Effect.forEach(input.messages ?? [], () => ids.next("msg"))
         const now = yield* Clock.currentTimeMillis
@@ -210,14 +224,39 @@ export const SubmissionsLive = Layer.effect(
             Ids,
             ids
           )
+          // With a model summarizer, submission.completed waits for its summary, at most the set wait.
+          const held = modelSummaries
+            ? deliveries.filter((delivery) => delivery.eventType === "submission.completed")
+            : []
           // The attempts commit with their events: none is lost, none sent for a rollback.
-          yield* outbox.append(events, { deliveries, dueAt: now })
-          return deliveries.length
+          yield* outbox.append(events, {
+            deliveries:
+              held.length === 0 ? deliveries : deliveries.filter((delivery) => !held.includes(delivery)),
+            dueAt: now
+          })
+          if (held.length > 0) yield* deliveryRepository.enqueue(held, now + summarySettings.deliveryWaitMs)
+          return { sentAtOnce: deliveries.length - held.length, held }
         })
 
         const queued = yield* unitOfWork.transaction(
           Effect.gen(function* () {
-            const queued = status === "COMPLETED" ? yield* recordCompletion : 0
+            const queued =
+              status === "COMPLETED"
+                ? yield* recordCompletion
+                : { sentAtOnce: 0, held: [] as ReadonlyArray<Delivery> }
+            if (modelSummaries) {
+              yield* summaryJobs.enqueue(
+                {
+                  submissionId: id,
+                  workspaceId: workspace.id,
+                  intakeBotId: bot.id,
+                  attempts: 0,
+                  heldDeliveryIds: queued.held.map((delivery) => delivery.id),
+                  createdAt: now
+                },
+                now
+              )
+            }
             // Last: the workspace's usage counter (and the bot's submission count) stay locked
             // from here to the commit only, so concurrent creates wait on each other briefly.
             // Past the quota, it fails and the whole unit of work rolls back.
@@ -228,7 +267,9 @@ export const SubmissionsLive = Layer.effect(
             return queued
           })
         )
-        if (queued > 0) yield* wakeups.notify
+        if (modelSummaries) yield* summaryWakeups.notify
+        // Held attempts are not due yet: the summary job wakes the dispatchers when it lets them go.
+        if (queued.sentAtOnce > 0) yield* wakeups.notify
         return { ...submission, messages } satisfies SubmissionDetail
       })
 

@@ -53,6 +53,26 @@ export const deliveryRepositoryContract = (name: string, theLayer: Layer.Layer<P
         expect(yield* repo.nextDueAt()).toEqual(Option.some(10_000))
       }))
 
+    test("advancing makes held attempts due sooner, never later, and leaves finished ones alone", () =>
+      Effect.gen(function* () {
+        const repo = yield* DeliveryRepository
+        const endpoint = yield* givenEndpoint()
+        const [held, soon, finished] = [1, 2, 3].map(() => aDelivery({ webhookId: endpoint.id }))
+        yield* repo.enqueue([held!], 10_000)
+        yield* repo.enqueue([soon!], 1_000)
+        yield* repo.enqueue([finished!], 0)
+        expect(ids(yield* repo.claimDue(0, 10, LEASE, "t"))).toEqual([finished!.id])
+        const done = { ...finished!, status: "succeeded" as const, responseStatus: 200 }
+        expect(yield* repo.complete(done, "t", null)).toBe(true)
+        yield* repo.advance([held!.id, soon!.id, finished!.id], 2_000)
+        expect(yield* repo.claimDue(999, 10, LEASE, "u")).toEqual([])
+        expect(ids(yield* repo.claimDue(1_000, 10, LEASE, "u"))).toEqual([soon!.id])
+        expect(yield* repo.claimDue(1_999, 10, LEASE, "u")).toEqual([])
+        expect(ids(yield* repo.claimDue(2_000, 10, LEASE, "u"))).toEqual([held!.id])
+        expect(yield* repo.findInWebhook(endpoint.id, finished!.id)).toEqual(Option.some(done))
+        expect(yield* repo.nextDueAt()).toEqual(Option.some(1_000 + LEASE))
+      }))
+
     test("a claim is held until its lease ends, then another dispatcher may take it", () =>
       Effect.gen(function* () {
         const repo = yield* DeliveryRepository

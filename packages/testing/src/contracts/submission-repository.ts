@@ -113,6 +113,21 @@ export const submissionRepositoryContract = (
       })
     )
 
+    it.effect("replaces a submission's summary and updated_at, nothing else; false when it is gone", () =>
+      Effect.gen(function* () {
+        const submissions = yield* SubmissionRepository
+        const bot = yield* givenBot
+        const submission = submissionRecord(bot, { createdAt: T0, updatedAt: T0 })
+        const messages = messageRecords(submission, ["Hello", "A quote, please"])
+        yield* submissions.insert(submission, messages)
+        expect(yield* submissions.replaceSummary(submission.id, "Ada asks for a quote.", T0 + 5)).toBe(true)
+        expect(yield* submissions.findInBot(bot.workspaceId, bot.id, submission.id)).toEqual(
+          Option.some({ ...submission, aiSummary: "Ada asks for a quote.", updatedAt: T0 + 5, messages })
+        )
+        expect(yield* submissions.replaceSummary(uniqueId("sub"), "nobody", T0 + 5)).toBe(false)
+      })
+    )
+
     it.effect("lists with each submission's message count", () =>
       Effect.gen(function* () {
         const submissions = yield* SubmissionRepository
