@@ -10,6 +10,7 @@ import type { HttpServerRequest } from "@effect/platform"
 import { NodeHttpServerRequest } from "@effect/platform-node"
 import { invalid, type ValidationFailed } from "@intake/domain"
 import { Effect } from "effect"
+import { parseJsonBody } from "./json-body.js"
 
 export const MAX_BODY_BYTES = 1_048_576
 
@@ -67,9 +68,5 @@ export const readJsonBody = (request: HttpServerRequest.HttpServerRequest) =>
     if (declared !== undefined && Number(declared) > MAX_BODY_BYTES) return yield* tooLarge()
     const read = yield* countedRead(NodeHttpServerRequest.toIncomingMessage(request), MAX_BODY_BYTES)
     if (read._tag === "TooLarge") return yield* tooLarge()
-    try {
-      return JSON.parse(read.bytes.toString("utf8")) as unknown
-    } catch {
-      return yield* invalid([{ path: "", message: "the body is not valid JSON" }])
-    }
+    return yield* parseJsonBody(read.bytes, request.headers["content-encoding"], MAX_BODY_BYTES)
   })

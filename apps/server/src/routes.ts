@@ -62,6 +62,8 @@ const decodeParams = (names: ReadonlyArray<string>, found: RegExpExecArray) => {
   try {
     names.forEach((name, i) => {
       params[name] = decodeURIComponent(found[i + 1]!)
+      // No id holds a NUL, and no store takes one: such a path names nothing (docs/choices.md).
+      if (params[name].includes("\u0000")) throw new URIError("NUL in a path parameter")
     })
   } catch {
     return undefined
@@ -183,7 +185,11 @@ export const serve = <
       if (principal !== null && Option.isSome(scope)) {
         yield* (yield* Access).requireScope(principal, scope.value)
       }
-      const key = options.idempotent && principal !== null ? yield* idempotencyKey(request) : undefined
+      // Idempotency-Key applies to POST only; on other methods the header is ignored.
+      const key =
+        options.idempotent && principal !== null && request.method === "POST"
+          ? yield* idempotencyKey(request)
+          : undefined
       const path = Option.isSome(endpoint.pathSchema)
         ? yield* decodeWith(endpoint.pathSchema.value as Schema.Schema<P, unknown, never>, matched.params)
         : (matched.params as P)

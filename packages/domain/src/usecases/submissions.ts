@@ -5,7 +5,7 @@
  * the contact and appends the events: all of it commits, or none of it.
  */
 import { Clock, Effect, Either, Layer, Option } from "effect"
-import { Conflict, invalid, notFound, type ValidationIssue } from "../errors.js"
+import { Conflict, invalid, notFound, type ValidationIssue, withIssues } from "../errors.js"
 import {
   type Contact,
   type DomainEvent,
@@ -120,13 +120,9 @@ export const SubmissionsLive = Layer.effect(
         const validated = validateData(bot.schema, input.data, status)
         if (Either.isLeft(validated) || issues.length > 0) {
           const dataFailure = Either.isLeft(validated) ? validated.left : undefined
-          const unknownKeys = dataFailure?.unknownKeys
-          return yield* Effect.fail(
-            invalid(
-              [...(dataFailure?.issues ?? []), ...issues],
-              unknownKeys === undefined ? {} : { unknownKeys }
-            )
-          )
+          if (dataFailure === undefined) return yield* Effect.fail(invalid(issues))
+          if (issues.length === 0) return yield* Effect.fail(dataFailure)
+          return yield* Effect.fail(withIssues(dataFailure, issues))
         }
         const data = validated.right
         if (bot.status !== "ACTIVE")
