@@ -19,6 +19,8 @@ const listQuery = (params: {
 const pagination = (nextCursor: string | null) => ({ has_more: nextCursor !== null, next_cursor: nextCursor })
 
 const v1 = { idempotent: true }
+/** Test and redeliver send at once: their idempotency keeps the send outside any transaction. */
+const v1CallingOut = { idempotent: true, callsOut: true }
 
 export type V1Services = Access | Idempotency | IntakeBots | Submissions | Webhooks | Deliveries
 
@@ -158,7 +160,7 @@ export const v1Routes: ReadonlyArray<Route<V1Services | HttpServerRequest.HttpSe
         Effect.flatMap(Deliveries, (deliveries) => deliveries.test(principal.workspace.id, path.id)),
         (delivery) => ({ delivery: Api.deliveryToWire(delivery) })
       ),
-    v1
+    v1CallingOut
   ),
   serve(
     Api.listDeliveries,
@@ -183,6 +185,6 @@ export const v1Routes: ReadonlyArray<Route<V1Services | HttpServerRequest.HttpSe
         ),
         (delivery) => ({ delivery: Api.deliveryToWire(delivery) })
       ),
-    v1
+    v1CallingOut
   )
 ]

@@ -144,6 +144,8 @@ const idempotencyKey = (request: HttpServerRequest.HttpServerRequest) => {
 export interface ServeOptions {
   /** Run POSTs through Idempotency.run when the client sends an Idempotency-Key (API v1 only). */
   readonly idempotent: boolean
+  /** The operation calls out (sends a webhook): idempotency must keep it outside any transaction. */
+  readonly callsOut?: boolean
 }
 
 /**
@@ -215,7 +217,9 @@ export const serve = <
         return json(answer.body, answer.status)
       }
       const idempotency = yield* Idempotency
-      const outcome = yield* idempotency.run(
+      const outcome = yield* (
+        options.callsOut === true ? idempotency.runOutsideTransaction : idempotency.run
+      )(
         {
           apiKeyId: principal.apiKey.id,
           key,

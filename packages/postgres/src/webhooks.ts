@@ -2,6 +2,7 @@
 import { SqlClient } from "@effect/sql"
 import {
   IdempotencyConflict,
+  type IdempotencyScope,
   IdempotencyStore,
   type PageRequest,
   PlanLimitExceeded,
@@ -116,26 +117,43 @@ export const PgWebhookRepository = Layer.effect(
  */
 export const PgIdempotencyStore = Layer.effect(
   IdempotencyStore,
-  Effect.map(SqlClient.SqlClient, (sql) =>
-    IdempotencyStore.of({
-      claim: (scope, fingerprint, now) =>
-        stored("idempotency.claim")(
-          Effect.gen(function* () {
-            const [lock] = yield* sql<Row>`SELECT pg_try_advisory_xact_lock(
-              hashtextextended(${`intake:idempotency:${scope.apiKeyId}|${scope.key}`}, 0)) AS locked`
-            if (lock?.locked !== true)
-              return yield* new IdempotencyConflict({
-                message: "A request with this Idempotency-Key is still in progress."
-              })
-            const [record] = yield* sql<Row>`SELECT fingerprint, response FROM idempotency_records
-              WHERE api_key_id = ${scope.apiKeyId} AND key = ${scope.key} AND expires_at > ${toDate(now)}`
-            if (record === undefined) return { _tag: "Fresh" } as const
-            if (record.fingerprint !== fingerprint)
-              return yield* new IdempotencyConflict({
-                message: "This Idempotency-Key was used with another request."
-              })
-            return { _tag: "Replay", response: fromJson<StoredResponse>(record.response) } as const
+  Effect.map(SqlClient.SqlClient, (sql) => {
+    const keyOf = (scope: IdempotencyScope) => `intake:idempotency:${scope.apiKeyId}|${scope.key}`
+    const claimIn = (scope: IdempotencyScope, fingerprint: string, now: number) =>
+      Effect.gen(function* () {
+        const [lock] =
+          yield* sql<Row>`SELECT pg_try_advisory_xact_lock(hashtextextended(${keyOf(scope)}, 0)) AS locked`
+        if (lock?.locked !== true) return yield* inFlight()
+        const [record] = yield* sql<Row>`SELECT fingerprint, response FROM idempotency_records
+          WHERE api_key_id = ${scope.apiKeyId} AND key = ${scope.key} AND expires_at > ${toDate(now)}`
+        if (record === undefined) return { _tag: "Fresh" } as const
+        const response = fromJson<StoredResponse | null>(record.response)
+        // A reservation (JSON null): an operation outside any transaction still runs.
+        if (response === null) return yield* inFlight()
+        if (record.fingerprint !== fingerprint)
+          return yield* new IdempotencyConflict({
+            message: "This Idempotency-Key was used with another request."
           })
+        return { _tag: "Replay", response } as const
+      })
+    return IdempotencyStore.of({
+      claim: (scope, fingerprint, now) => stored("idempotency.claim")(claimIn(scope, fingerprint, now)),
+      reserve: (scope, fingerprint, now, until) =>
+        stored("idempotency.reserve")(
+          Effect.tap(claimIn(scope, fingerprint, now), (claim) =>
+            claim._tag === "Fresh"
+              ? sql`INSERT INTO idempotency_records (api_key_id, key, fingerprint, response, created_at, expires_at)
+                  VALUES (${scope.apiKeyId}, ${scope.key}, ${fingerprint}, 'null'::json, ${toDate(now)}, ${toDate(until)})
+                  ON CONFLICT (api_key_id, key) DO UPDATE SET fingerprint = EXCLUDED.fingerprint,
+                    response = EXCLUDED.response, created_at = EXCLUDED.created_at, expires_at = EXCLUDED.expires_at`
+              : Effect.void
+          )
+        ),
+      release: (scope, fingerprint) =>
+        stored("idempotency.release")(
+          Effect.asVoid(sql`DELETE FROM idempotency_records
+            WHERE api_key_id = ${scope.apiKeyId} AND key = ${scope.key} AND fingerprint = ${fingerprint}
+              AND response::text = 'null'`)
         ),
       complete: (scope, fingerprint, response, createdAt, expiresAt) =>
         stored("idempotency.complete")(
@@ -165,8 +183,11 @@ export const PgIdempotencyStore = Layer.effect(
           })
         )
     })
-  )
+  })
 )
+
+const inFlight = () =>
+  new IdempotencyConflict({ message: "A request with this Idempotency-Key is still in progress." })
 
 /** Expired idempotency records deleted per statement by purgeExpired. */
 export const PURGE_BATCH = 5_000
