@@ -23,7 +23,16 @@ export interface ServerConfig {
   readonly logLevel: LogLevel.LogLevel
   /** REQUEST_TIMEOUT: a request not answered by then answers 500 (default 30 s). */
   readonly requestTimeout: Duration.Duration
+  /**
+   * INTAKE_DEMO: create the demo workspace (and print its key) in an empty store. Unset:
+   * only on the embedded database, never on PostgreSQL (see `wantsDemo`).
+   */
+  readonly demo: Option.Option<boolean>
 }
+
+/** Demo data on an empty store: when asked (INTAKE_DEMO), else only on the embedded default. */
+export const wantsDemo = (config: Pick<ServerConfig, "demo" | "databaseUrl">): boolean =>
+  Option.getOrElse(config.demo, () => Option.isNone(config.databaseUrl))
 
 /** `5s`, `30m`, `2h`, `5d`, `250ms`: a positive whole number and a unit (the domain's rule). */
 export const parseDuration = (text: string): Either.Either<Duration.Duration, string> =>
@@ -66,7 +75,8 @@ export const serverConfig: Config.Config<ServerConfig> = Config.all({
   webhookDisableAfter: duration("WEBHOOK_DISABLE_AFTER", "5d"),
   keyCacheTtl: duration("INTAKE_KEY_CACHE_TTL", "60s"),
   logLevel: logLevelConfig,
-  requestTimeout: duration("REQUEST_TIMEOUT", "30s")
+  requestTimeout: duration("REQUEST_TIMEOUT", "30s"),
+  demo: Config.option(Config.boolean("INTAKE_DEMO"))
 })
 
 /** One line naming the variable and what is wrong with it. */
