@@ -17,7 +17,7 @@ import {
 } from "../models.js"
 import { isEmptyValue, ownValue, type SubmissionData, validateData } from "../policies/field-values.js"
 import { periodOf } from "../policies/period.js"
-import { monthlySubmissionQuota } from "../policies/plans.js"
+import { deliveriesWithheld, monthlySubmissionQuota } from "../policies/plans.js"
 import {
   ContactRepository,
   Crypto,
@@ -195,6 +195,8 @@ export const SubmissionsLive = Layer.effect(
             ]
             yield* outbox.append(events)
             // The attempts commit with their events: none is lost, none sent for a rollback.
+            // A workspace that gets no deliveries (archived, no API access) queues none.
+            if (deliveriesWithheld(workspace) !== null) return 0
             return yield* queueDeliveries(events, now).pipe(
               Effect.provideService(DeliveryRepository, deliveryRepository),
               Effect.provideService(Ids, ids)
