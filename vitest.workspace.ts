@@ -15,7 +15,9 @@ export default [
     test: {
       name: "server-postgres",
       root: "./apps/server",
-      include: ["test/{auth,requests,resources,webhooks,deliveries,hostile-input,idempotent-sends,plan-changes}.test.ts"],
+      include: [
+        "test/{auth,requests,resources,webhooks,deliveries,hostile-input,idempotent-sends,plan-changes}.test.ts"
+      ],
       env: { INTAKE_SERVER_TEST_STORE: "postgres" },
       testTimeout: 60_000,
       hookTimeout: 60_000
@@ -25,7 +27,9 @@ export default [
     test: {
       name: "server-pglite",
       root: "./apps/server",
-      include: ["test/{auth,requests,resources,webhooks,deliveries,hostile-input,idempotent-sends,plan-changes}.test.ts"],
+      include: [
+        "test/{auth,requests,resources,webhooks,deliveries,hostile-input,idempotent-sends,plan-changes}.test.ts"
+      ],
       env: { INTAKE_SERVER_TEST_STORE: "pglite" },
       testTimeout: 60_000,
       hookTimeout: 60_000
