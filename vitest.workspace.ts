@@ -16,7 +16,9 @@ export default [
     test: {
       name: "server-postgres",
       root: "./apps/server",
-      include: ["test/{auth,requests,resources,webhooks,deliveries,summaries}.test.ts"],
+      include: [
+        "test/{auth,requests,resources,webhooks,deliveries,summaries,hostile-input,idempotent-sends,plan-changes}.test.ts"
+      ],
       env: { INTAKE_SERVER_TEST_STORE: "postgres" },
       testTimeout: 60_000,
       hookTimeout: 60_000
@@ -26,7 +28,9 @@ export default [
     test: {
       name: "server-pglite",
       root: "./apps/server",
-      include: ["test/{auth,requests,resources,webhooks,deliveries}.test.ts"],
+      include: [
+        "test/{auth,requests,resources,webhooks,deliveries,hostile-input,idempotent-sends,plan-changes}.test.ts"
+      ],
       env: { INTAKE_SERVER_TEST_STORE: "pglite" },
       testTimeout: 60_000,
       hookTimeout: 60_000

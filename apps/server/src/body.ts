@@ -8,6 +8,7 @@
 import type { IncomingMessage } from "node:http"
 import { invalid, type ValidationFailed } from "@intake/domain"
 import { Effect } from "effect"
+import { parseJsonBody } from "./json-body.js"
 import type { IncomingRequest } from "./request.js"
 
 export const MAX_BODY_BYTES = 1_048_576
@@ -66,9 +67,5 @@ export const readJsonBody = (request: IncomingRequest) =>
     if (declared !== undefined && Number(declared) > MAX_BODY_BYTES) return yield* tooLarge()
     const read = yield* countedRead(request.message, MAX_BODY_BYTES)
     if (read._tag === "TooLarge") return yield* tooLarge()
-    try {
-      return JSON.parse(read.bytes.toString("utf8")) as unknown
-    } catch {
-      return yield* invalid([{ path: "", message: "the body is not valid JSON" }])
-    }
+    return yield* parseJsonBody(read.bytes, request.headers["content-encoding"], MAX_BODY_BYTES)
   })

@@ -30,7 +30,16 @@ export interface ServerConfig {
   readonly corsOrigins: CorsOrigins | undefined
   /** INTAKE_SUMMARIZER…: built-in, or a model behind the OpenAI Responses API. */
   readonly summarizer: SummarizerConfig
+  /**
+   * INTAKE_DEMO: create the demo workspace (and print its key) in an empty store. Unset:
+   * only on the embedded database, never on PostgreSQL (see `wantsDemo`).
+   */
+  readonly demo: Option.Option<boolean>
 }
+
+/** Demo data on an empty store: when asked (INTAKE_DEMO), else only on the embedded default. */
+export const wantsDemo = (config: Pick<ServerConfig, "demo" | "databaseUrl">): boolean =>
+  Option.getOrElse(config.demo, () => Option.isNone(config.databaseUrl))
 
 /** `5s`, `30m`, `2h`, `5d`, `250ms`: a positive whole number and a unit (the domain's rule). */
 export const parseDuration = (text: string): Either.Either<Duration.Duration, string> =>
@@ -93,7 +102,8 @@ export const serverConfig: Config.Config<ServerConfig> = Config.all({
         : Either.right(parsed.origins)
     })
   ),
-  summarizer: summarizerConfig
+  summarizer: summarizerConfig,
+  demo: Config.option(Config.boolean("INTAKE_DEMO"))
 })
 
 /** One line naming the variable and what is wrong with it. */

@@ -1,7 +1,15 @@
 /** The operator interface (decisions.md section 8), bound to the use cases. */
 
 import * as Api from "@intake/api"
-import { type Access, type Idempotency, IntakeBots, invalid, Provisioning, Submissions } from "@intake/domain"
+import {
+  type Access,
+  DateTimes,
+  type Idempotency,
+  IntakeBots,
+  invalid,
+  Provisioning,
+  Submissions
+} from "@intake/domain"
 import { Effect } from "effect"
 import { type Route, serve } from "./routes.js"
 
@@ -15,10 +23,10 @@ const present = <T extends object>(value: T): { [K in keyof T]: Exclude<T[K], un
 
 const expiry = (text: string | null | undefined) => {
   if (text === undefined || text === null) return Effect.succeed(text)
-  const millis = Date.parse(text)
-  return Number.isFinite(millis)
+  const millis = DateTimes.parseDateTime(text)
+  return millis !== undefined
     ? Effect.succeed(millis)
-    : Effect.fail(invalid([{ path: "expires_at", message: "must be an ISO 8601 date-time" }]))
+    : Effect.fail(invalid([{ path: "expires_at", message: Api.DATE_TIME_MESSAGE }]))
 }
 
 /** The bot fields both the create and the update body may carry (update: all optional). */

@@ -26,6 +26,8 @@ const listQuery = (params: {
 const pagination = (nextCursor: string | null) => ({ has_more: nextCursor !== null, next_cursor: nextCursor })
 
 const v1 = { idempotent: true }
+/** Test and redeliver send at once: their idempotency keeps the send outside any transaction. */
+const v1CallingOut = { idempotent: true, callsOut: true }
 
 /**
  * One answer object per bot object: a bot served from the cache is the same object until it
@@ -179,7 +181,7 @@ export const v1Routes: ReadonlyArray<Route<V1Services>> = [
         Effect.flatMap(Deliveries, (deliveries) => deliveries.test(principal.workspace.id, path.id)),
         (delivery) => ({ delivery: Api.deliveryToWire(delivery) })
       ),
-    v1
+    v1CallingOut
   ),
   serve(
     Api.listDeliveries,
@@ -204,6 +206,6 @@ export const v1Routes: ReadonlyArray<Route<V1Services>> = [
         ),
         (delivery) => ({ delivery: Api.deliveryToWire(delivery) })
       ),
-    v1
+    v1CallingOut
   )
 ]

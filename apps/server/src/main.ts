@@ -1,13 +1,14 @@
 /**
  * `pnpm start`: reads the configuration, starts the server on PostgreSQL (DATABASE_URL)
  * or on the embedded database under INTAKE_DATA_DIR, migrated first, and, when the store
- * is empty, creates the demo workspace and prints its key once.
+ * is empty, creates the demo workspace and prints its key once: on the embedded database,
+ * or wherever INTAKE_DEMO=true asks for it (never by default on PostgreSQL).
  */
 import * as Path from "node:path"
 import { NodeRuntime } from "@effect/platform-node"
 import { loggingLayer } from "@intake/worker"
 import { Console, Duration, Effect, Layer, Option } from "effect"
-import { describeConfigError, serverConfig } from "./config.js"
+import { describeConfigError, serverConfig, wantsDemo } from "./config.js"
 import { StoreStatus } from "./database.js"
 import { demoBanner, seedDemo } from "./demo.js"
 import { configuredRuntime } from "./runtime.js"
@@ -53,13 +54,19 @@ const program = Effect.gen(function* () {
       }
     )
     yield* Effect.logInfo(`Intake listening on ${baseUrl}/v1 (${store.description}, ${limits}, ${summaries})`)
-    if (yield* store.isEmpty) {
+    const empty = yield* store.isEmpty
+    if (empty && wantsDemo(config)) {
       const demo = yield* seedDemo
       // The one place a full key is printed: straight to stdout, not through the logger.
       yield* Console.log(demoBanner(demo, baseUrl, store.description))
+    } else if (empty) {
+      // A production database gets no key in its logs: workspaces come from the operator API.
+      yield* Console.log(
+        `The ${store.description} holds no workspace yet: create one through the operator API (INTAKE_ADMIN_TOKEN), or start once with INTAKE_DEMO=true for a demo workspace and key.`
+      )
     } else {
       yield* Console.log(
-        `Using the existing data of the ${store.description}; its demo key was printed at the first start.`
+        `Using the existing data of the ${store.description}${wantsDemo(config) ? "; its demo key was printed at the first start" : ""}.`
       )
     }
     return yield* Effect.never

@@ -64,6 +64,8 @@ const decodeParams = (names: ReadonlyArray<string>, found: RegExpExecArray) => {
   try {
     names.forEach((name, i) => {
       params[name] = decodeURIComponent(found[i + 1]!)
+      // No id holds a NUL, and no store takes one: such a path names nothing (docs/choices.md).
+      if (params[name].includes("\u0000")) throw new URIError("NUL in a path parameter")
     })
   } catch {
     return undefined
@@ -158,6 +160,8 @@ export interface ServeOptions {
    * would only fill the memo (a weak map costs the garbage collector per entry).
    */
   readonly answersRepeat?: boolean
+  /** The operation calls out (sends a webhook): idempotency must keep it outside any transaction. */
+  readonly callsOut?: boolean
 }
 
 /**
@@ -221,7 +225,11 @@ export const serve = <
       if (principal !== null && Option.isSome(scope)) {
         yield* (yield* Access).requireScope(principal, scope.value)
       }
-      const key = options.idempotent && principal !== null ? yield* idempotencyKey(request) : undefined
+      // Idempotency-Key applies to POST only; on other methods the header is ignored.
+      const key =
+        options.idempotent && principal !== null && request.method === "POST"
+          ? yield* idempotencyKey(request)
+          : undefined
       const path = Option.isSome(decodePath) ? yield* decodePath.value(matched.params) : (matched.params as P)
       const urlParams = Option.isSome(decodeUrlParams)
         ? yield* decodeUrlParams.value(Object.fromEntries(new URLSearchParams(request.search)))
@@ -237,7 +245,9 @@ export const serve = <
       if (key === undefined || principal === null) return yield* Effect.flatMap(answered, replyOf)
       const operation = Effect.flatMap(answered, encodeSuccess)
       const idempotency = yield* Idempotency
-      const outcome = yield* idempotency.run(
+      const outcome = yield* (
+        options.callsOut === true ? idempotency.runOutsideTransaction : idempotency.run
+      )(
         {
           apiKeyId: principal.apiKey.id,
           key,

@@ -5,7 +5,14 @@ import { createServer } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { expect, it } from "@effect/vitest"
-import { Effect } from "effect"
+import {
+  databaseIsEmpty,
+  freshDatabaseUrl,
+  layerPostgres,
+  probeTestServer,
+  testServerUrl
+} from "@intake/postgres"
+import { Effect, Redacted } from "effect"
 import { environment, freePort } from "./process.js"
 
 const serverDir = join(import.meta.dirname, "..")
@@ -168,4 +175,43 @@ it.live(
       ])
     }).pipe(Effect.scoped),
   60_000
+
+/** Under CI a missing PostgreSQL fails the run; elsewhere the PostgreSQL start tests are skipped. */
+const postgresAvailable: boolean = await (async () => {
+  const probe = await probeTestServer()
+  if (probe._tag === "Right") return true
+  const message = `PostgreSQL is unreachable at ${testServerUrl()} (${probe.left})`
+  if (process.env.CI === "true") throw new Error(`${message}; CI needs it.`)
+  console.warn(`${message}: skipping the PostgreSQL start tests.`)
+  return false
+})()
+
+/** Whether the database at `url` holds no workspace. */
+const holdsNoWorkspace = (url: string) =>
+  Effect.scoped(Effect.provide(databaseIsEmpty, layerPostgres({ url: Redacted.make(url) })))
+
+it.live.skipIf(!postgresAvailable)(
+  "on an empty PostgreSQL database it creates no demo and prints no key, unless INTAKE_DEMO=true",
+  () =>
+    Effect.gen(function* () {
+      const database = yield* freshDatabaseUrl()
+      const plain = yield* start({ PORT: String(yield* freePort), DATABASE_URL: database.url })
+      const { stdout } = yield* output(plain, /holds no workspace yet/)
+      expect(stdout).toMatch(/INTAKE_DEMO=true/)
+      expect(stdout).not.toMatch(/svc_live_/)
+      expect(yield* holdsNoWorkspace(database.url)).toBe(true)
+      plain.kill("SIGTERM")
+      yield* output(plain, /$^/)
+
+      const asked = yield* start({
+        PORT: String(yield* freePort),
+        DATABASE_URL: database.url,
+        INTAKE_DEMO: "true"
+      })
+      const demo = yield* output(asked, /curl .*\/v1\/intake-bots\n/)
+      expect(demo.stdout).toMatch(/Demo workspace created in the PostgreSQL/)
+      expect(demo.stdout).toMatch(/svc_live_/)
+      expect(yield* holdsNoWorkspace(database.url)).toBe(false)
+    }).pipe(Effect.scoped),
+  90_000
 )

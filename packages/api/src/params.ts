@@ -1,5 +1,10 @@
 /** Path, query and header parameters shared by the endpoints, with the contract's messages. */
+import { DateTimes } from "@intake/domain"
 import { Context, ParseResult, Schema } from "effect"
+
+/** What a bad date-time is told. */
+export const DATE_TIME_MESSAGE =
+  "must be an ISO 8601 date-time (e.g. 2026-11-21T10:00:00.000Z) of a real day, years 1970 to 9999"
 
 /** The scope an endpoint needs, read by the server before it decodes anything. */
 export class RequiredScope extends Context.Tag("@intake/api/RequiredScope")<
@@ -56,16 +61,14 @@ export const LimitParam = Schema.transformOrFail(Schema.String, Schema.Number, {
   }
 })
 
-const ISO_DATE_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?(?:Z|[+-]\d{2}:\d{2})$/
-
-/** An ISO 8601 date-time with a zone, as epoch milliseconds in code. */
+/** An ISO 8601 date-time with a zone naming a real moment (the domain's rule), as epoch milliseconds in code. */
 export const DateTimeParam = Schema.transformOrFail(Schema.String, Schema.Number, {
   strict: true,
   decode: (text, _, ast) => {
-    const millis = ISO_DATE_TIME.test(text) ? Date.parse(text) : Number.NaN
-    return Number.isFinite(millis)
+    const millis = DateTimes.parseDateTime(text)
+    return millis !== undefined
       ? ParseResult.succeed(millis)
-      : ParseResult.fail(new ParseResult.Type(ast, text, "must be an ISO 8601 date-time"))
+      : ParseResult.fail(new ParseResult.Type(ast, text, DATE_TIME_MESSAGE))
   },
   encode: (millis) => ParseResult.succeed(new Date(millis).toISOString())
 }).annotations({ identifier: "DateTime", description: "ISO 8601 date-time, e.g. 2026-11-21T10:00:00.000Z" })

@@ -109,7 +109,11 @@ export class ValidationFailed extends Schema.TaggedError<ValidationFailed>()("Va
   message: Schema.String,
   status: Schema.Literal(400, 422),
   issues: Schema.Array(ValidationIssue),
-  unknownKeys: Schema.optional(Schema.Array(Schema.String))
+  unknownKeys: Schema.optional(Schema.Array(Schema.String)),
+  /** How many issues there were when more than MAX_LISTED_ISSUES (the list keeps the first ones). */
+  issueCount: Schema.optional(Schema.Number),
+  /** How many unknown keys there were when more than MAX_LISTED_ISSUES. */
+  unknownKeyCount: Schema.optional(Schema.Number)
 }) {
   get code() {
     return "validation_failed" as const
@@ -118,9 +122,12 @@ export class ValidationFailed extends Schema.TaggedError<ValidationFailed>()("Va
     return this.status
   }
   get details() {
-    return this.unknownKeys === undefined
-      ? { issues: this.issues }
-      : { issues: this.issues, unknown_keys: this.unknownKeys }
+    return {
+      issues: this.issues,
+      ...(this.issueCount === undefined ? {} : { issue_count: this.issueCount }),
+      ...(this.unknownKeys === undefined ? {} : { unknown_keys: this.unknownKeys }),
+      ...(this.unknownKeyCount === undefined ? {} : { unknown_key_count: this.unknownKeyCount })
+    }
   }
 }
 
@@ -243,14 +250,45 @@ export const isApiError = (u: unknown): u is ApiError =>
 export const notFound = (resource: ResourceKind): ResourceNotFound =>
   new ResourceNotFound({ message: `The ${resource.replace("_", " ")} was not found.`, resource })
 
+/**
+ * The most issues (and unknown keys) an answer lists; past it, `issue_count` and
+ * `unknown_key_count` say how many there were (docs/choices.md): a body of 96,000 unknown
+ * keys answers a few kilobytes, not megabytes.
+ */
+export const MAX_LISTED_ISSUES = 100
+
 export const invalid = (
   issues: ReadonlyArray<ValidationIssue>,
   options: { readonly status?: 400 | 422; readonly unknownKeys?: ReadonlyArray<string> } = {}
-): ValidationFailed =>
-  new ValidationFailed({
+): ValidationFailed => {
+  const unknownKeys = options.unknownKeys
+  return new ValidationFailed({
     message:
       issues.length === 1 ? `${issues[0]!.path || "body"}: ${issues[0]!.message}` : "The request is invalid.",
     status: options.status ?? 400,
-    issues,
-    ...(options.unknownKeys === undefined ? {} : { unknownKeys: options.unknownKeys })
+    issues: issues.length > MAX_LISTED_ISSUES ? issues.slice(0, MAX_LISTED_ISSUES) : issues,
+    ...(issues.length > MAX_LISTED_ISSUES ? { issueCount: issues.length } : {}),
+    ...(unknownKeys === undefined
+      ? {}
+      : unknownKeys.length > MAX_LISTED_ISSUES
+        ? { unknownKeys: unknownKeys.slice(0, MAX_LISTED_ISSUES), unknownKeyCount: unknownKeys.length }
+        : { unknownKeys })
   })
+}
+
+/** `failure` with `more` issues after its own, still listing at most MAX_LISTED_ISSUES. */
+export const withIssues = (
+  failure: ValidationFailed,
+  more: ReadonlyArray<ValidationIssue>
+): ValidationFailed => {
+  const total = (failure.issueCount ?? failure.issues.length) + more.length
+  const issues = [...failure.issues, ...more].slice(0, MAX_LISTED_ISSUES)
+  return new ValidationFailed({
+    message: total === 1 ? `${issues[0]!.path || "body"}: ${issues[0]!.message}` : "The request is invalid.",
+    status: failure.status,
+    issues,
+    ...(total > issues.length ? { issueCount: total } : {}),
+    ...(failure.unknownKeys === undefined ? {} : { unknownKeys: failure.unknownKeys }),
+    ...(failure.unknownKeyCount === undefined ? {} : { unknownKeyCount: failure.unknownKeyCount })
+  })
+}

@@ -254,9 +254,25 @@ export class IdempotencyStore extends Context.Tag("@intake/IdempotencyStore")<
       now: EpochMillis
     ) => Stored<IdempotencyClaim, IdempotencyConflict>
     /**
-     * Stores the response in the same unit of work as the claim, unless a record that has
-     * not expired at `createdAt` is stored already (another unit of work stored one after
-     * this one's claim read): then it stores nothing and answers false.
+     * For an operation that must not run inside a unit of work (it calls out): called in a
+     * unit of work of its own, answers as `claim` does, and when Fresh records the scope as
+     * reserved (in flight) until `until`, committed with that unit of work. `claim` and
+     * `reserve` answer idempotency_conflict for a reserved scope until it is completed,
+     * released, or its reservation runs out (a process that died mid-operation).
+     */
+    readonly reserve: (
+      scope: IdempotencyScope,
+      fingerprint: string,
+      now: EpochMillis,
+      until: EpochMillis
+    ) => Stored<IdempotencyClaim, IdempotencyConflict>
+    /** Drops the reservation of `scope` for `fingerprint` (the operation stored nothing); a completed record stays. */
+    readonly release: (scope: IdempotencyScope, fingerprint: string) => Stored<void>
+    /**
+     * Stores the response in the same unit of work as the claim (or after a reservation of
+     * the same fingerprint, replacing it), unless another record that has not expired at
+     * `createdAt` is stored already (another unit of work stored one after this one's claim
+     * read): then it stores nothing and answers false.
      */
     readonly complete: (
       scope: IdempotencyScope,

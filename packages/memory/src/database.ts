@@ -23,7 +23,8 @@ import { Effect, Exit, FiberRef } from "effect"
 
 export interface IdempotencyRecord {
   readonly fingerprint: string
-  readonly response: StoredResponse
+  /** null while reserved (in flight) by `reserve`. */
+  readonly response: StoredResponse | null
   readonly createdAt: number
   readonly expiresAt: number
 }

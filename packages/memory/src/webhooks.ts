@@ -58,34 +58,68 @@ export const MemoryWebhookRepository = Layer.effect(
 
 const recordKey = (scope: IdempotencyScope) => `${scope.apiKeyId}|${scope.key}`
 
+const inFlight = () =>
+  new IdempotencyConflict({ message: "A request with this Idempotency-Key is still in progress." })
+
 /**
  * Claims need no in-flight marker here: the database lock serializes units of work, so
- * a concurrent duplicate waits for the first one and then sees its stored response.
+ * a concurrent duplicate waits for the first one and then sees its stored response. A
+ * reservation (an operation that runs outside any unit of work) is a record without a
+ * response until it is completed or released.
  */
 export const MemoryIdempotencyStore = Layer.effect(
   IdempotencyStore,
   Effect.gen(function* () {
     const db = yield* MemoryDatabase
+    /** What a claim finds, decided synchronously inside one `db.run`. */
+    const claimIn = (
+      t: MemoryDatabase["tables"],
+      scope: IdempotencyScope,
+      fingerprint: string,
+      now: number
+    ): IdempotencyClaim | IdempotencyConflict => {
+      const record = t.idempotency.get(recordKey(scope))
+      if (record === undefined || record.expiresAt <= now) return { _tag: "Fresh" }
+      if (record.response === null) return inFlight()
+      if (record.fingerprint !== fingerprint)
+        return new IdempotencyConflict({ message: "This Idempotency-Key was used with another request." })
+      return { _tag: "Replay", response: record.response }
+    }
+    const answer = (found: IdempotencyClaim | IdempotencyConflict) =>
+      found instanceof IdempotencyConflict ? Effect.fail(found) : Effect.succeed(found)
     return IdempotencyStore.of({
       claim: (scope, fingerprint, now) =>
-        Effect.flatten(
-          db.run((t): Effect.Effect<IdempotencyClaim, IdempotencyConflict> => {
-            const record = t.idempotency.get(recordKey(scope))
-            if (record === undefined || record.expiresAt <= now)
-              return Effect.succeed({ _tag: "Fresh" } as const)
-            if (record.fingerprint !== fingerprint)
-              return Effect.fail(
-                new IdempotencyConflict({
-                  message: "This Idempotency-Key was used with another request."
-                })
-              )
-            return Effect.succeed({ _tag: "Replay", response: record.response } as const)
-          })
+        Effect.flatMap(
+          db.run((t) => claimIn(t, scope, fingerprint, now)),
+          answer
         ),
+      reserve: (scope, fingerprint, now, until) =>
+        Effect.flatMap(
+          db.run((t, write) => {
+            const found = claimIn(t, scope, fingerprint, now)
+            if (!(found instanceof IdempotencyConflict) && found._tag === "Fresh")
+              write.set(t.idempotency, recordKey(scope), {
+                fingerprint,
+                response: null,
+                createdAt: now,
+                expiresAt: until
+              })
+            return found
+          }),
+          answer
+        ),
+      release: (scope, fingerprint) =>
+        db.run((t, write) => {
+          const record = t.idempotency.get(recordKey(scope))
+          if (record?.response === null && record.fingerprint === fingerprint)
+            write.remove(t.idempotency, recordKey(scope))
+        }),
       complete: (scope, fingerprint, response, createdAt, expiresAt) =>
         db.run((t, write) => {
           const stored = t.idempotency.get(recordKey(scope))
-          if (stored !== undefined && stored.expiresAt > createdAt) return false
+          // This request's own reservation is replaced; another unexpired record is kept.
+          const ownReservation = stored?.response === null && stored.fingerprint === fingerprint
+          if (stored !== undefined && stored.expiresAt > createdAt && !ownReservation) return false
           write.set(t.idempotency, recordKey(scope), { fingerprint, response, createdAt, expiresAt })
           return true
         }),

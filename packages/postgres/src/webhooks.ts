@@ -2,6 +2,7 @@
 import { SqlClient } from "@effect/sql"
 import {
   IdempotencyConflict,
+  type IdempotencyScope,
   IdempotencyStore,
   type PageRequest,
   PlanLimitExceeded,
@@ -118,29 +119,48 @@ export const PgWebhookRepository = Layer.effect(
  */
 export const PgIdempotencyStore = Layer.effect(
   IdempotencyStore,
-  Effect.map(SqlClient.SqlClient, (sql) =>
-    IdempotencyStore.of({
-      claim: (scope, fingerprint, now) =>
-        stored("idempotency.claim")(
-          Effect.gen(function* () {
-            const [record] = yield* sql<Row>`SELECT pg_try_advisory_xact_lock(
-                hashtextextended(${`intake:idempotency:${scope.apiKeyId}|${scope.key}`}, 0)) AS locked,
-                r.fingerprint, r.response
-              FROM (VALUES (1)) AS one LEFT JOIN idempotency_records r
-                ON r.api_key_id = ${scope.apiKeyId} AND r.key = ${scope.key} AND r.expires_at > ${toDate(now)}`
-            if (record?.locked !== true)
-              return yield* new IdempotencyConflict({
-                message: "A request with this Idempotency-Key is still in progress."
-              })
-            if (record.fingerprint === null) return { _tag: "Fresh" } as const
-            if (record.fingerprint !== fingerprint)
-              return yield* new IdempotencyConflict({
-                message: "This Idempotency-Key was used with another request."
-              })
-            return { _tag: "Replay", response: fromJson<StoredResponse>(record.response) } as const
+  Effect.map(SqlClient.SqlClient, (sql) => {
+    // The advisory lock and the record in one statement (its snapshot predates the lock:
+    // `complete` catches a record stored in between).
+    const claimIn = (scope: IdempotencyScope, fingerprint: string, now: number) =>
+      Effect.gen(function* () {
+        const [record] = yield* sql<Row>`SELECT pg_try_advisory_xact_lock(
+            hashtextextended(${`intake:idempotency:${scope.apiKeyId}|${scope.key}`}, 0)) AS locked,
+            r.fingerprint, r.response
+          FROM (VALUES (1)) AS one LEFT JOIN idempotency_records r
+            ON r.api_key_id = ${scope.apiKeyId} AND r.key = ${scope.key} AND r.expires_at > ${toDate(now)}`
+        if (record?.locked !== true) return yield* inFlight()
+        if (record.fingerprint === null) return { _tag: "Fresh" } as const
+        const response = fromJson<StoredResponse | null>(record.response)
+        // A reservation (JSON null): an operation outside any transaction still runs.
+        if (response === null) return yield* inFlight()
+        if (record.fingerprint !== fingerprint)
+          return yield* new IdempotencyConflict({
+            message: "This Idempotency-Key was used with another request."
           })
+        return { _tag: "Replay", response } as const
+      })
+    return IdempotencyStore.of({
+      claim: (scope, fingerprint, now) => stored("idempotency.claim")(claimIn(scope, fingerprint, now)),
+      reserve: (scope, fingerprint, now, until) =>
+        stored("idempotency.reserve")(
+          Effect.tap(claimIn(scope, fingerprint, now), (claim) =>
+            claim._tag === "Fresh"
+              ? sql`INSERT INTO idempotency_records (api_key_id, key, fingerprint, response, created_at, expires_at)
+                  VALUES (${scope.apiKeyId}, ${scope.key}, ${fingerprint}, 'null'::json, ${toDate(now)}, ${toDate(until)})
+                  ON CONFLICT (api_key_id, key) DO UPDATE SET fingerprint = EXCLUDED.fingerprint,
+                    response = EXCLUDED.response, created_at = EXCLUDED.created_at, expires_at = EXCLUDED.expires_at`
+              : Effect.void
+          )
         ),
-      // An expired record not yet purged is replaced; an unexpired one is kept (no row back).
+      release: (scope, fingerprint) =>
+        stored("idempotency.release")(
+          Effect.asVoid(sql`DELETE FROM idempotency_records
+            WHERE api_key_id = ${scope.apiKeyId} AND key = ${scope.key} AND fingerprint = ${fingerprint}
+              AND response::text = 'null'`)
+        ),
+      // An expired record not yet purged, or this request's own reservation, is replaced; an
+      // unexpired one is kept (no row back).
       complete: (scope, fingerprint, response, createdAt, expiresAt) =>
         stored("idempotency.complete")(
           Effect.map(
@@ -150,6 +170,8 @@ export const PgIdempotencyStore = Layer.effect(
               ON CONFLICT (api_key_id, key) DO UPDATE SET fingerprint = EXCLUDED.fingerprint, response = EXCLUDED.response,
                 created_at = EXCLUDED.created_at, expires_at = EXCLUDED.expires_at
                 WHERE idempotency_records.expires_at <= EXCLUDED.created_at
+                  OR (idempotency_records.response::text = 'null'
+                      AND idempotency_records.fingerprint = EXCLUDED.fingerprint)
               RETURNING 1 AS stored`,
             (rows) => rows.length > 0
           )
@@ -174,8 +196,11 @@ export const PgIdempotencyStore = Layer.effect(
           })
         )
     })
-  )
+  })
 )
+
+const inFlight = () =>
+  new IdempotencyConflict({ message: "A request with this Idempotency-Key is still in progress." })
 
 /** Expired idempotency records deleted per statement by purgeExpired. */
 export const PURGE_BATCH = 5_000

@@ -94,6 +94,8 @@ const YieldingIdempotencyStore = Layer.effect(
   Effect.map(IdempotencyStore, (store) =>
     IdempotencyStore.of({
       claim: (...args) => yieldAround(store.claim(...args)),
+      reserve: (...args) => yieldAround(store.reserve(...args)),
+      release: (...args) => yieldAround(store.release(...args)),
       complete: (...args) => yieldAround(store.complete(...args)),
       purgeExpired: (now) => yieldAround(store.purgeExpired(now))
     })

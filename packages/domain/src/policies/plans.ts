@@ -61,3 +61,15 @@ export const monthlySubmissionQuota = (
 
 export const maxWebhookEndpoints = (workspace: Pick<Workspace, "plan">): number =>
   planLimits[workspace.plan].maxWebhookEndpoints
+
+/**
+ * Why a workspace gets no webhook deliveries now, or null when it does (docs/choices.md):
+ * an archived workspace gets none, nor one whose plan has no API access (Free). Attempts
+ * already queued are closed unsent with this reason; new events queue none.
+ */
+export const deliveriesWithheld = (workspace: Pick<Workspace, "status" | "plan">): string | null =>
+  workspace.status === "archived"
+    ? "the workspace is archived"
+    : hasApiAccess(workspace.plan)
+      ? null
+      : `the workspace's plan (${workspace.plan}) has no API access`

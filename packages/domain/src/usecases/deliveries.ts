@@ -16,6 +16,7 @@ import {
   testPayload,
   type WebhookPayload
 } from "../policies/event-payloads.js"
+import { deliveriesWithheld } from "../policies/plans.js"
 import { retryAfterMillis, retryDelay } from "../policies/retry-schedule.js"
 import { signatureHeaders } from "../policies/standard-webhooks.js"
 import {
@@ -30,7 +31,8 @@ import {
   ReceiverClient,
   SubmissionRepository,
   UnitOfWork,
-  WebhookRepository
+  WebhookRepository,
+  WorkspaceRepository
 } from "../ports.js"
 import { DeliverySettings } from "./delivery-settings.js"
 import { listed, pageRequest } from "./lists.js"
@@ -136,6 +138,7 @@ export const DeliveriesLive = Layer.effect(
   Effect.gen(function* () {
     const repository = yield* DeliveryRepository
     const webhooks = yield* WebhookRepository
+    const workspaces = yield* WorkspaceRepository
     const outbox = yield* EventOutbox
     const submissions = yield* SubmissionRepository
     const bots = yield* IntakeBotRepository
@@ -382,6 +385,12 @@ export const DeliveriesLive = Layer.effect(
               claimToken,
               `not sent: the webhook is ${endpoint.value.status}`
             )
+          const workspace = yield* workspaces.findById(endpoint.value.workspaceId)
+          const withheld = Option.match(workspace, {
+            onNone: () => "the workspace no longer exists",
+            onSome: deliveriesWithheld
+          })
+          if (withheld !== null) return yield* dropAttempt(delivery, claimToken, `not sent: ${withheld}`)
           const payload = yield* payloadOf(delivery).pipe(
             Effect.map(Either.right),
             Effect.catchTag("SourceGone", (source) => Effect.succeed(Either.left(source)))

@@ -6,7 +6,9 @@
  * is rolled back, and a second one claims the key again and stores the response. When
  * `complete` finds a record the claim could not see (a duplicate that committed while the
  * claim ran), that unit of work is rolled back too and the key claimed again: now it
- * replays (or conflicts), and the operation's writes never commit twice.
+ * replays (or conflicts), and the operation's writes never commit twice. An operation that
+ * calls out (test, redeliver) runs outside any unit of work instead, under a reservation
+ * of the key (runOutsideTransaction).
  */
 import { Cause, Clock, Data, Effect, Exit, Layer, Option } from "effect"
 import { IdempotencyConflict, StorageUnavailable } from "../errors.js"
@@ -15,6 +17,23 @@ import { Crypto, IdempotencyStore, type StoredResponse, UnitOfWork } from "../po
 import { Idempotency, type IdempotentOutcome } from "./services.js"
 
 export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000
+
+/**
+ * How long a key stays reserved for an operation outside a unit of work when its process
+ * dies before completing or releasing it: well past the 10 s send and the request deadline.
+ */
+export const IDEMPOTENCY_RESERVATION_MS = 2 * 60 * 1000
+
+/** Only a plain failure of the operation may be stored: not a defect, an interruption or a storage fault. */
+const storableFailure = <E>(cause: Cause.Cause<E>): Option.Option<E> => {
+  const failure = Cause.failureOption(cause)
+  return Option.isSome(failure) &&
+    !(failure.value instanceof StorageUnavailable) &&
+    !Cause.isDie(cause) &&
+    !Cause.isInterrupted(cause)
+    ? failure
+    : Option.none()
+}
 
 /** The operation failed with an error worth replaying: roll its writes back, then store `response`. */
 class UndoThenStore extends Data.TaggedError("IdempotencyUndoThenStore")<{
@@ -63,14 +82,8 @@ export const IdempotencyLive = Layer.effect(
             }
             // Only a plain failure of the operation may be stored: defects, interruptions
             // and storage faults roll the whole unit of work back, claim included.
-            const failure = Cause.failureOption(exit.cause)
-            const response =
-              Option.isSome(failure) &&
-              !(failure.value instanceof StorageUnavailable) &&
-              !Cause.isDie(exit.cause) &&
-              !Cause.isInterrupted(exit.cause)
-                ? responses.onFailure(failure.value)
-                : undefined
+            const failure = storableFailure(exit.cause)
+            const response = Option.isSome(failure) ? responses.onFailure(failure.value) : undefined
             if (response === undefined || Option.isNone(failure)) return yield* Effect.failCause(exit.cause)
             return yield* new UndoThenStore({ error: failure.value, response })
           })
@@ -103,6 +116,40 @@ export const IdempotencyLive = Layer.effect(
             )
           )
         )
+      },
+
+      runOutsideTransaction: (request, operation, responses) => {
+        const scope = { apiKeyId: request.apiKeyId, key: request.key }
+        type A = Effect.Effect.Success<typeof operation>
+        return Effect.gen(function* () {
+          const now = yield* Clock.currentTimeMillis
+          const claim = yield* uow.transaction(
+            store.reserve(scope, request.fingerprint, now, now + IDEMPOTENCY_RESERVATION_MS)
+          )
+          if (claim._tag === "Replay")
+            return { _tag: "Replayed", response: claim.response } as IdempotentOutcome<A>
+          const store_ = (response: Parameters<typeof store.complete>[2]) =>
+            uow.transaction(
+              store.complete(scope, request.fingerprint, response, now, now + IDEMPOTENCY_TTL_MS)
+            )
+          const release = Effect.ignore(uow.transaction(store.release(scope, request.fingerprint)))
+          // Uninterruptible from the reservation on, so the key is always completed or released;
+          // the operation itself stays interruptible (a request's deadline cuts it).
+          return yield* Effect.uninterruptibleMask((restore) =>
+            Effect.gen(function* () {
+              const exit = yield* Effect.exit(restore(operation))
+              if (Exit.isSuccess(exit)) {
+                yield* Effect.onError(store_(responses.onSuccess(exit.value)), () => release)
+                return { _tag: "Fresh", value: exit.value } as IdempotentOutcome<A>
+              }
+              const error = storableFailure(exit.cause)
+              const response = Option.isSome(error) ? responses.onFailure(error.value) : undefined
+              if (response === undefined) return yield* Effect.zipRight(release, Effect.failCause(exit.cause))
+              yield* Effect.onError(store_(response), () => release)
+              return yield* Effect.failCause(exit.cause)
+            })
+          )
+        })
       }
     })
   })

@@ -343,6 +343,18 @@ export class Idempotency extends Context.Tag("@intake/Idempotency")<
       operation: Effect.Effect<A, E, R>,
       responses: IdempotentResponses<A, E>
     ) => Effect.Effect<IdempotentOutcome<A>, E | IdempotencyConflict | StorageUnavailable, R>
+    /**
+     * `run` for an operation that calls out (test and redeliver send a webhook, up to 10 s)
+     * and so must not run inside a unit of work (docs/choices.md, Idempotency): the key is
+     * reserved in a unit of work of its own (a duplicate meanwhile is idempotency_conflict),
+     * the operation runs outside any and commits its own writes, and its response is stored
+     * in a third. A failure that stores nothing releases the key.
+     */
+    readonly runOutsideTransaction: <A, E, R>(
+      request: IdempotentRequest,
+      operation: Effect.Effect<A, E, R>,
+      responses: IdempotentResponses<A, E>
+    ) => Effect.Effect<IdempotentOutcome<A>, E | IdempotencyConflict | StorageUnavailable, R>
   }
 >() {}
 

@@ -9,7 +9,7 @@
  * is ever asked on this path.
  */
 import { Clock, Effect, Either, Layer, Option } from "effect"
-import { Conflict, invalid, notFound, type ValidationIssue } from "../errors.js"
+import { Conflict, invalid, notFound, type ValidationIssue, withIssues } from "../errors.js"
 import {
   type Contact,
   type Delivery,
@@ -22,7 +22,7 @@ import {
 } from "../models.js"
 import { isEmptyValue, ownValue, type SubmissionData, validateData } from "../policies/field-values.js"
 import { periodOf } from "../policies/period.js"
-import { monthlySubmissionQuota } from "../policies/plans.js"
+import { deliveriesWithheld, monthlySubmissionQuota } from "../policies/plans.js"
 import { summarize } from "../policies/summary.js"
 import {
   ContactRepository,
@@ -151,13 +151,9 @@ export const SubmissionsLive = Layer.effect(
         const validated = validateData(bot.schema, input.data, status)
         if (Either.isLeft(validated) || issues.length > 0) {
           const dataFailure = Either.isLeft(validated) ? validated.left : undefined
-          const unknownKeys = dataFailure?.unknownKeys
-          return yield* Effect.fail(
-            invalid(
-              [...(dataFailure?.issues ?? []), ...issues],
-              unknownKeys === undefined ? {} : { unknownKeys }
-            )
-          )
+          if (dataFailure === undefined) return yield* Effect.fail(invalid(issues))
+          if (issues.length === 0) return yield* Effect.fail(dataFailure)
+          return yield* Effect.fail(withIssues(dataFailure, issues))
         }
         const data = validated.right
         if (bot.status !== "ACTIVE")
@@ -219,11 +215,11 @@ export const SubmissionsLive = Layer.effect(
             event(eventIds[0], "submission.completed"),
             ...(contact?.created === true ? [event(eventIds[1], "contact.created")] : [])
           ]
-          const deliveries = yield* Effect.provideService(
-            pendingAttemptsFor(events, activeEndpoints, now),
-            Ids,
-            ids
-          )
+          // A workspace that gets no deliveries (archived, no API access) queues none.
+          const deliveries =
+            deliveriesWithheld(workspace) !== null
+              ? []
+              : yield* Effect.provideService(pendingAttemptsFor(events, activeEndpoints, now), Ids, ids)
           // With a model summarizer, submission.completed waits for its summary, at most the set wait.
           const held = modelSummaries
             ? deliveries.filter((delivery) => delivery.eventType === "submission.completed")

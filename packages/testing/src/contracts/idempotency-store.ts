@@ -117,6 +117,47 @@ export const idempotencyStoreContract = (
       })
     )
 
+    it.effect("a reservation is in flight for claim and reserve until completed, then replays", () =>
+      Effect.gen(function* () {
+        const store = yield* IdempotencyStore
+        const uow = yield* UnitOfWork
+        const scope = aScope()
+        expect(yield* uow.transaction(store.reserve(scope, "fp", T0, T0 + 60_000))).toEqual({ _tag: "Fresh" })
+        for (const fingerprint of ["fp", "other"]) {
+          expect(yield* Effect.flip(uow.transaction(store.claim(scope, fingerprint, T0 + 1)))).toBeInstanceOf(
+            IdempotencyConflict
+          )
+          expect(
+            yield* Effect.flip(uow.transaction(store.reserve(scope, fingerprint, T0 + 1, T0 + 60_000)))
+          ).toBeInstanceOf(IdempotencyConflict)
+        }
+        yield* uow.transaction(store.complete(scope, "fp", created, T0, T0 + DAY))
+        expect(yield* uow.transaction(store.reserve(scope, "fp", T0 + 2, T0 + 60_000))).toEqual({
+          _tag: "Replay",
+          response: created
+        })
+        // Releasing a completed record changes nothing.
+        yield* uow.transaction(store.release(scope, "fp"))
+        expect((yield* uow.transaction(store.claim(scope, "fp", T0 + 3)))._tag).toBe("Replay")
+      })
+    )
+
+    it.effect("a released reservation, or one that ran out, leaves the key fresh", () =>
+      Effect.gen(function* () {
+        const store = yield* IdempotencyStore
+        const uow = yield* UnitOfWork
+        const released = aScope()
+        yield* uow.transaction(store.reserve(released, "fp", T0, T0 + 60_000))
+        yield* uow.transaction(store.release(released, "fp"))
+        expect(yield* uow.transaction(store.claim(released, "other", T0 + 1))).toEqual({ _tag: "Fresh" })
+        const abandoned = aScope()
+        yield* uow.transaction(store.reserve(abandoned, "fp", T0, T0 + 60_000))
+        expect(yield* uow.transaction(store.reserve(abandoned, "fp", T0 + 60_000, T0 + 120_000))).toEqual({
+          _tag: "Fresh"
+        })
+      })
+    )
+
     it.effect("purgeExpired deletes the records expired at or before now and counts them", () =>
       Effect.gen(function* () {
         const store = yield* IdempotencyStore

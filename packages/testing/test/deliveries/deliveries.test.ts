@@ -475,6 +475,62 @@ describe("paused endpoints, test and redeliver", () => {
   })
 })
 
+describe("workspaces that get no deliveries", () => {
+  const archive = (workspaceId: string, change: { status?: "archived"; plan?: "free" }) =>
+    Effect.gen(function* () {
+      const repository = yield* WorkspaceRepository
+      const workspace = yield* Effect.flatten(repository.findById(workspaceId))
+      yield* repository.update({ ...workspace, ...change })
+    })
+
+  it.effect("archiving stops queued retries, marked why, and later events queue nothing", () => {
+    const { receiver, layer } = scene({ settings: { retrySchedule: [5 * SECOND] } })
+    return Effect.gen(function* () {
+      const { workspaceId, bot } = yield* givenWorkspaceWithBot
+      const webhook = yield* givenWebhook(workspaceId, ["submission.completed"])
+      receiver.answerWith(answer(500))
+      yield* submit(workspaceId, bot.id)
+      expect((yield* dispatchDue).map((d) => d.status)).toEqual(["failed"])
+
+      yield* archive(workspaceId, { status: "archived" })
+      yield* TestClock.adjust(10 * SECOND)
+      const [retry] = yield* dispatchDue
+      expect(retry).toMatchObject({
+        attempt: 2,
+        status: "failed",
+        error: "not sent: the workspace is archived"
+      })
+      expect(receiver.sent).toHaveLength(1)
+
+      // A submission stored for the archived workspace (the operator API can): no attempt.
+      yield* (yield* Submissions).createForBot(bot.id, {
+        data: requiredOnlyData({ email: "bea@example.com" })
+      })
+      expect(yield* attemptsOf(workspaceId, webhook.id)).toHaveLength(2)
+      yield* TestClock.adjust(HOUR)
+      expect(yield* dispatchDue).toEqual([])
+      expect(receiver.sent).toHaveLength(1)
+    }).pipe(Effect.provide(layer))
+  })
+
+  it.effect("a workspace moved to Free gets no deliveries either", () => {
+    const { receiver, layer } = scene()
+    return Effect.gen(function* () {
+      const { workspaceId, bot } = yield* givenWorkspaceWithBot
+      const webhook = yield* givenWebhook(workspaceId, ["submission.completed"])
+      yield* submit(workspaceId, bot.id)
+      yield* archive(workspaceId, { plan: "free" })
+      const [dropped] = yield* dispatchDue
+      expect(dropped).toMatchObject({
+        status: "failed",
+        error: "not sent: the workspace's plan (free) has no API access"
+      })
+      expect(yield* attemptsOf(workspaceId, webhook.id)).toHaveLength(1)
+      expect(receiver.sent).toEqual([])
+    }).pipe(Effect.provide(layer))
+  })
+})
+
 describe("the receiver address at delivery time", () => {
   it.effect("a name re-pointed to a private address after creation is refused at the next attempt", () => {
     const { receiver, addresses, layer } = scene({ settings: { retrySchedule: [5 * SECOND] } })

@@ -1,0 +1,141 @@
+/**
+ * Idempotency.runOutsideTransaction over the delivery engine on memory, where a unit of
+ * work holds the one database lock: a send inside one would stop every other write.
+ */
+import { describe, expect, it } from "@effect/vitest"
+import {
+  Deliveries,
+  type Delivery,
+  Idempotency,
+  IdempotencyConflict,
+  IdempotencyLive,
+  invalid,
+  ReceiverClient,
+  UnitOfWork,
+  ValidationFailed,
+  Webhooks,
+  WorkspaceRepository
+} from "@intake/domain"
+import { answer, aWorkspace, deliveryRulesLayer, uniqueId } from "@intake/testing"
+import { Deferred, Effect, Fiber, Layer } from "effect"
+
+const RECEIVER = "https://hooks.example.com/intake"
+
+const responses = {
+  onSuccess: (delivery: Delivery) => ({ status: 200, body: { delivery } }),
+  onFailure: (error: unknown) =>
+    error instanceof ValidationFailed ? undefined : { status: 404, body: { error: String(error) } }
+}
+
+/** A receiver that reports each call and answers only once `release` is done. */
+const heldReceiver = Effect.gen(function* () {
+  const called = yield* Deferred.make<void>()
+  const release = yield* Deferred.make<void>()
+  let calls = 0
+  const layer = Layer.succeed(
+    ReceiverClient,
+    ReceiverClient.of({
+      send: () =>
+        Effect.suspend(() => {
+          calls++
+          return Deferred.succeed(called, undefined).pipe(
+            Effect.zipRight(Deferred.await(release)),
+            Effect.as(answer(204))
+          )
+        })
+    })
+  )
+  return { called, release, calls: () => calls, layer }
+})
+
+const scene = (receiver: Layer.Layer<ReceiverClient>) =>
+  IdempotencyLive.pipe(
+    Layer.provideMerge(
+      deliveryRulesLayer(receiver, { addresses: { "hooks.example.com": ["93.184.216.34"] } })
+    )
+  )
+
+const givenWebhook = Effect.gen(function* () {
+  const workspace = aWorkspace()
+  yield* (yield* WorkspaceRepository).insert(workspace)
+  const webhook = yield* (yield* Webhooks).create(workspace.id, {
+    url: RECEIVER,
+    events: ["contact.created"]
+  })
+  return { workspaceId: workspace.id, webhookId: webhook.id }
+})
+
+describe("Idempotency.runOutsideTransaction", () => {
+  it.live(
+    "sends outside any unit of work: other writes go on, a duplicate is in flight, then it replays",
+    () =>
+      Effect.gen(function* () {
+        const receiver = yield* heldReceiver
+        yield* Effect.gen(function* () {
+          const idempotency = yield* Idempotency
+          const deliveries = yield* Deliveries
+          const { workspaceId, webhookId } = yield* givenWebhook
+          const request = { apiKeyId: "key_1", key: uniqueId("req"), fingerprint: "fp" }
+          const test = idempotency.runOutsideTransaction(
+            request,
+            deliveries.test(workspaceId, webhookId),
+            responses
+          )
+          const first = yield* Effect.fork(test)
+          yield* Deferred.await(receiver.called)
+
+          // Another unit of work while the receiver is called: not blocked.
+          yield* (yield* UnitOfWork).transaction(givenWebhook).pipe(Effect.timeout("2 seconds"))
+          expect(yield* Effect.flip(test)).toBeInstanceOf(IdempotencyConflict)
+
+          yield* Deferred.succeed(receiver.release, undefined)
+          const sent = yield* Fiber.join(first)
+          expect(sent._tag).toBe("Fresh")
+          const delivery = (sent as { value: Delivery }).value
+          expect(yield* test).toEqual({ _tag: "Replayed", response: { status: 200, body: { delivery } } })
+          expect(receiver.calls()).toBe(1)
+        }).pipe(Effect.provide(scene(receiver.layer)))
+      })
+  )
+
+  it.effect(
+    "a failure worth storing replays; one that stores nothing, or an interruption, frees the key",
+    () =>
+      Effect.gen(function* () {
+        const receiver = yield* heldReceiver
+        yield* Deferred.succeed(receiver.release, undefined)
+        yield* Effect.gen(function* () {
+          const idempotency = yield* Idempotency
+          const deliveries = yield* Deliveries
+          const { workspaceId, webhookId } = yield* givenWebhook
+          const run = (key: string, operation: Effect.Effect<Delivery, unknown>) =>
+            idempotency.runOutsideTransaction(
+              { apiKeyId: "key_1", key, fingerprint: "fp" },
+              operation,
+              responses
+            )
+
+          const missing = yield* Effect.flip(run("gone", deliveries.test(workspaceId, "wh_missing")))
+          expect((missing as { _tag: string })._tag).toBe("ResourceNotFound")
+          const replay = yield* run("gone", deliveries.test(workspaceId, webhookId))
+          expect(replay._tag).toBe("Replayed")
+          expect(receiver.calls()).toBe(0)
+
+          yield* Effect.flip(run("invalid", Effect.fail(invalid([{ path: "", message: "no" }]))))
+          expect((yield* run("invalid", deliveries.test(workspaceId, webhookId)))._tag).toBe("Fresh")
+
+          const started = yield* Deferred.make<void>()
+          const stuck = yield* Effect.fork(
+            run("interrupted", Effect.zipRight(Deferred.succeed(started, undefined), Effect.never))
+          )
+          yield* Deferred.await(started)
+          expect(
+            yield* Effect.flip(run("interrupted", deliveries.test(workspaceId, webhookId)))
+          ).toBeInstanceOf(IdempotencyConflict)
+          yield* Fiber.interrupt(stuck)
+          expect((yield* run("interrupted", deliveries.test(workspaceId, webhookId)))._tag).toBe("Fresh")
+          expect(receiver.calls()).toBe(2)
+        }).pipe(Effect.provide(scene(receiver.layer)))
+      })
+  )
+})
