@@ -175,6 +175,7 @@ it.live(
       ])
     }).pipe(Effect.scoped),
   60_000
+)
 
 /** Under CI a missing PostgreSQL fails the run; elsewhere the PostgreSQL start tests are skipped. */
 const postgresAvailable: boolean = await (async () => {
