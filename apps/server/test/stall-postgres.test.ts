@@ -10,7 +10,7 @@ import { performance } from "node:perf_hooks"
 import { SqlClient } from "@effect/sql"
 import { expect, it } from "@effect/vitest"
 import { freshDatabaseUrl, layerPostgres, probeTestServer, testServerUrl } from "@intake/postgres"
-import { Context, Effect, Layer, Redacted } from "effect"
+import { Context, Deferred, Effect, Layer, Redacted } from "effect"
 import { ADMIN_TOKEN } from "./harness.js"
 import { startServer, timedGet } from "./process.js"
 import { admin, dataOf, provision } from "./support.js"
@@ -42,7 +42,13 @@ const signalTree = (pid: number, signal: NodeJS.Signals) => {
 
 const submission = { data: { name: "Ada", email: "ada@example.com", message: "Hello" } }
 
-const post = (baseUrl: string, key: string, botId: string, signal?: AbortSignal) =>
+const post = (
+  baseUrl: string,
+  key: string,
+  botId: string,
+  signal?: AbortSignal,
+  idempotencyKey = randomUUID()
+) =>
   Effect.promise(async () => {
     const started = performance.now()
     try {
@@ -53,7 +59,7 @@ const post = (baseUrl: string, key: string, botId: string, signal?: AbortSignal)
         headers: {
           authorization: `Bearer ${key}`,
           "content-type": "application/json",
-          "idempotency-key": randomUUID()
+          "idempotency-key": idempotencyKey
         },
         body: JSON.stringify(submission),
         ...(signal === undefined ? {} : { signal })
@@ -64,6 +70,15 @@ const post = (baseUrl: string, key: string, botId: string, signal?: AbortSignal)
       return { status: 0, body: "", ms: performance.now() - started }
     }
   })
+
+/** Sessions waiting for a lock to store an idempotency record (the last statement of a create). */
+const completionsWaitingOnALock = (sql: SqlClient.SqlClient) =>
+  Effect.map(
+    sql<{ count: number }>`SELECT count(*)::int AS count FROM pg_stat_activity
+      WHERE datname = current_database() AND wait_event_type = 'Lock'
+        AND query LIKE 'INSERT INTO idempotency_records%'`,
+    (rows) => rows[0]!.count
+  )
 
 /** Sessions of the database idle inside a transaction while holding a write lock a submission needs. */
 const lockHoldersIdleInTransaction = (sql: SqlClient.SqlClient) =>
@@ -97,27 +112,53 @@ it.scopedLive.skipIf(!postgresAvailable)(
         SqlClient.SqlClient
       )
 
-      // A POST load on one server: its submissions take the workspace's usage row in turn.
-      const load = new AbortController()
-      yield* Effect.addFinalizer(() => Effect.sync(() => load.abort()))
-      const loop = Effect.gen(function* () {
-        while (!load.signal.aborted) yield* post(stalled.baseUrl, tenant.key, tenant.botId, load.signal)
-      })
-      for (let i = 0; i < 6; i++) yield* Effect.forkScoped(loop)
-      yield* Effect.sleep("500 millis")
+      // Some creates first, so the workspace's usage row and the bot's count row exist.
+      for (let i = 0; i < 3; i++) yield* post(stalled.baseUrl, tenant.key, tenant.botId)
 
-      // Stopped at a moment it holds the row locks inside an open transaction (else let it go on and try again).
+      // Stopped while it holds the row locks inside an open transaction, for certain: this
+      // test holds an uncommitted idempotency record for the key one POST completes with, so
+      // that POST waits at its last statement with the usage and bot rows locked; the server
+      // is stopped, then the record rolled back: the statement finishes on a stopped server,
+      // whose session stays idle in its transaction with the locks held.
       // Whatever happens, it is not left stopped (its SIGTERM at the end would wait for nothing).
       yield* Effect.addFinalizer(() => Effect.sync(() => signalTree(stalled.child.pid!, "SIGCONT")))
+      const blocker = Context.get(
+        yield* Layer.build(layerPostgres({ url: Redacted.make(database.url), maxConnections: 1 })),
+        SqlClient.SqlClient
+      )
+      const heldKey = randomUUID()
+      const inserted = yield* Deferred.make<void>()
+      const rollBack = yield* Deferred.make<void>()
+      yield* Effect.forkScoped(
+        blocker
+          .withTransaction(
+            Effect.gen(function* () {
+              yield* blocker`INSERT INTO idempotency_records (api_key_id, key, fingerprint, response, created_at, expires_at)
+                VALUES (${tenant.keyId}, ${heldKey}, 'held by the test', 'null'::json, now(), now() + interval '1 hour')`
+              yield* Deferred.succeed(inserted, undefined)
+              yield* Deferred.await(rollBack)
+              return yield* Effect.fail("rolled back by the test" as const)
+            })
+          )
+          .pipe(Effect.ignore)
+      )
+      yield* Deferred.await(inserted)
+      const stopped = new AbortController()
+      yield* Effect.addFinalizer(() => Effect.sync(() => stopped.abort()))
+      yield* Effect.forkScoped(post(stalled.baseUrl, tenant.key, tenant.botId, stopped.signal, heldKey))
+      let waiting = false
+      for (let attempt = 0; attempt < 200 && !waiting; attempt++) {
+        yield* Effect.sleep("50 millis")
+        waiting = (yield* completionsWaitingOnALock(sql)) > 0
+      }
+      expect(waiting).toBe(true)
+      signalTree(stalled.child.pid!, "SIGSTOP")
+      yield* Effect.sleep("100 millis")
+      yield* Deferred.succeed(rollBack, undefined)
       let held = false
-      for (let attempt = 0; attempt < 40 && !held; attempt++) {
-        signalTree(stalled.child.pid!, "SIGSTOP")
-        yield* Effect.sleep("100 millis")
+      for (let attempt = 0; attempt < 100 && !held; attempt++) {
+        yield* Effect.sleep("20 millis")
         held = (yield* lockHoldersIdleInTransaction(sql)) > 0
-        if (!held) {
-          signalTree(stalled.child.pid!, "SIGCONT")
-          yield* Effect.sleep("50 millis")
-        }
       }
       expect(held).toBe(true)
 
@@ -146,7 +187,7 @@ it.scopedLive.skipIf(!postgresAvailable)(
 
       // Resumed, the stopped server serves again (its ended session is replaced).
       signalTree(stalled.child.pid!, "SIGCONT")
-      load.abort()
+      stopped.abort()
       const back = yield* timedGet(stalled.baseUrl, "/v1/intake-bots", tenant.key).pipe(
         Effect.repeat({ until: (answer) => answer.status === 200 }),
         Effect.timeout("10 seconds")
