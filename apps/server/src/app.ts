@@ -5,6 +5,7 @@
  */
 import { performance } from "node:perf_hooks"
 import { openApiDocument } from "@intake/api"
+import { DatabaseState } from "@intake/delivery"
 import {
   Access,
   ClientAddress,
@@ -13,7 +14,7 @@ import {
   type Principal,
   type RateLimitDecision
 } from "@intake/domain"
-import { CurrentRequestId, DatabaseState } from "@intake/worker"
+import { CurrentRequestId } from "@intake/node"
 import { Clock, Duration, Effect, FiberRef, Option, type Redacted } from "effect"
 import { type CorsOrigins, isPreflight, preflightHeaders, responseCorsHeaders } from "./cors.js"
 import { docsPage, makeScalarScript, SCALAR_SCRIPT_PATH } from "./docs.js"

@@ -5,9 +5,9 @@
  */
 import { randomUUID } from "node:crypto"
 import { DeliveriesLive, DeliverySettings, type DeliverySettingsValues, RetrySchedule } from "@intake/domain"
+import { NodeReceiverClient } from "@intake/node"
 import { Config, ConfigError, Effect, Either, Layer } from "effect"
 import { type DispatcherOptions, runDispatcher } from "./dispatcher.js"
-import { NodeReceiverClient } from "./receiver-client.js"
 
 const millis = (name: string, fallback: string) =>
   Config.string(name).pipe(
