@@ -3,7 +3,7 @@
  * Redis, beside a bare node:http server measured in the same run. For each store it
  * starts the real server (`apps/server/src/main.ts`, as `pnpm start` does) as a child
  * process, provisions a Business workspace through the admin API (rate limit and quota
- * raised, as decisions.md section 8 allows for load tests), then for each endpoint:
+ * raised, as docs/rules.md, Operator API allows for load tests), then for each endpoint:
  *
  * - autocannon: BENCH_WARMUP seconds of warm-up (default 1), then BENCH_DURATION seconds
  *   (default 5) with BENCH_CONNECTIONS connections (default 10); every POST carries a

@@ -1,5 +1,5 @@
 /**
- * The server's HttpApp: one pipeline for every request (decisions.md section 2) and one
+ * The server's HttpApp: one pipeline for every request (docs/rules.md, Checks in order) and one
  * exit, so that every answer carries the envelope, X-Request-Id and, on /v1, the
  * rate-limit headers, whatever happened inside.
  */

@@ -1,5 +1,5 @@
 /**
- * The server's configuration (decisions.md section 9), read through effect `Config` so a
+ * The server's configuration (docs/rules.md, Running), read through effect `Config` so a
  * bad value fails at start with the variable's name.
  */
 

@@ -40,7 +40,7 @@ export interface RuntimeOptions {
   /** Access settings beyond the domain's defaults (e.g. the key cache TTL). */
   readonly access?: Partial<AccessSettings>
 
-  /** WEBHOOK_RETRY_SCHEDULE in milliseconds; decisions.md's default when omitted. */
+  /** WEBHOOK_RETRY_SCHEDULE in milliseconds; the default of docs/rules.md, Webhooks and deliveries, when omitted. */
   readonly webhookRetrySchedule?: ReadonlyArray<number>
   /** WEBHOOK_DISABLE_AFTER in milliseconds; 5 days when omitted. */
   readonly webhookDisableAfterMs?: number

@@ -1,5 +1,5 @@
 /**
- * The delivery engine's configuration (decisions.md section 9), read through effect
+ * The delivery engine's configuration (docs/rules.md, Running), read through effect
  * `Config`, and the layers that run it: the server uses them for its in-process
  * dispatcher, the worker process for its own.
  */
