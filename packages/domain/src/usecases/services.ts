@@ -360,7 +360,7 @@ export class Idempotency extends Context.Tag("@intake/Idempotency")<
 
 // ---------------------------------------------------------------- model summaries
 
-/** The summary job's use cases, for the runner of apps/worker (see summaries.ts). */
+/** The summary job's use cases, for the runner of packages/delivery (see summaries.ts). */
 export class SummaryJobs extends Context.Tag("@intake/SummaryJobs")<
   SummaryJobs,
   {
