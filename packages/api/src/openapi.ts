@@ -7,10 +7,11 @@
  * rewritten here, from the same endpoint definitions the server routes with.
  */
 import { OpenApi, OpenApiJsonSchema } from "@effect/platform"
+import { type ErrorCode, errorCatalog } from "@intake/domain"
 import { Context, Option, type Schema, SchemaAST } from "effect"
 import { WebhookEvent, webhookEvents } from "./events.js"
 import { operationExamples, webhookEventExamples } from "./examples.js"
-import { EndpointErrors, type ErrorCode, errorStatus, RequiredScope } from "./params.js"
+import { type AlternateErrorCode, EndpointErrors, RequiredScope } from "./params.js"
 import { IntakeApi, servedEndpoints } from "./v1.js"
 import { apiErrors, ErrorEnvelope } from "./wire.js"
 
@@ -27,21 +28,9 @@ const PIPELINE_ERRORS: ReadonlyArray<ErrorCode> = [
   "internal_error"
 ]
 
-const ERROR_MEANING: Record<ErrorCode, string> = {
-  validation_failed:
-    "400: the body or a parameter is invalid (`details: { issues, unknown_keys? }`); 422: it needs other workspace data",
-  authentication_required: "missing, malformed, unknown, revoked or expired API key",
-  insufficient_scopes: "the key lacks the scope (`details: { required, granted }`)",
-  feature_not_available: "the workspace's plan has no API access (`details: { feature }`)",
-  workspace_archived: "the workspace is archived",
-  resource_not_found:
-    "`details: { resource }`, one of intake_bot, submission, webhook, delivery, route (the outermost missing one)",
-  conflict: "the operation conflicts with the resource's state",
-  idempotency_conflict: "the Idempotency-Key was used with another request, or that request is still running",
-  rate_limit_exceeded: "too many requests for this key (`details: { retry_after }`)",
-  plan_limit_exceeded: "a plan limit is reached (`details: { resource, current, max }`)",
-  internal_error: "an unexpected error; no internal detail is given"
-}
+/** The catalog's entries, read by code. */
+const catalogEntry = (code: ErrorCode): { readonly status: number; readonly meaning: string } =>
+  errorCatalog[code]
 
 const header = (description: string, schema: Json = { type: "string" }) => ({ description, schema })
 
@@ -87,13 +76,13 @@ const responseHeaders = (status: number, idempotent: boolean) =>
   )
 
 /** The error answers of one endpoint, one per status, each naming its codes. */
-const errorResponses = (codes: ReadonlyArray<ErrorCode | "validation_failed_422">, idempotent: boolean) => {
+const errorResponses = (codes: ReadonlyArray<ErrorCode | AlternateErrorCode>, idempotent: boolean) => {
   const byStatus = new Map<number, Array<ErrorCode>>()
   for (const entry of codes) {
-    const [code, status] =
-      entry === "validation_failed_422"
-        ? (["validation_failed", 422] as const)
-        : ([entry, errorStatus[entry]] as const)
+    // `validation_failed_422`: the code, answering with its alternate status.
+    const alternate = /^(\w+)_(\d{3})$/.exec(entry)
+    const code = (alternate === null ? entry : alternate[1]) as ErrorCode
+    const status = alternate === null ? catalogEntry(code).status : Number(alternate[2])
     byStatus.set(status, [...(byStatus.get(status) ?? []), code])
   }
   return Object.fromEntries(
@@ -102,7 +91,7 @@ const errorResponses = (codes: ReadonlyArray<ErrorCode | "validation_failed_422"
       .map(([status, statusCodes]) => [
         String(status),
         {
-          description: statusCodes.map((code) => `\`${code}\`: ${ERROR_MEANING[code]}`).join("; "),
+          description: statusCodes.map((code) => `\`${code}\`: ${catalogEntry(code).meaning}`).join("; "),
           headers: responseHeaders(status, idempotent),
           "x-error-codes": statusCodes,
           content: { "application/json": { schema: errorEnvelopeOf(statusCodes) } }

@@ -1,5 +1,5 @@
 /** Path, query and header parameters shared by the endpoints, with the contract's messages. */
-import { DateTimes } from "@intake/domain"
+import { DateTimes, type ErrorCode, type errorCatalog } from "@intake/domain"
 import { Context, ParseResult, Schema } from "effect"
 
 /** What a bad date-time is told. */
@@ -12,21 +12,14 @@ export class RequiredScope extends Context.Tag("@intake/api/RequiredScope")<
   "read:intake-bots" | "write:intake-bots" | "read:submissions" | "manage:webhooks"
 >() {}
 
-/** The error codes of the catalog (docs/rules.md, Errors), each with the status it answers. */
-export const errorStatus = {
-  validation_failed: 400,
-  authentication_required: 401,
-  insufficient_scopes: 403,
-  feature_not_available: 403,
-  workspace_archived: 403,
-  resource_not_found: 404,
-  conflict: 409,
-  idempotency_conflict: 409,
-  rate_limit_exceeded: 429,
-  plan_limit_exceeded: 429,
-  internal_error: 500
-} as const
-export type ErrorCode = keyof typeof errorStatus
+/** A code of the catalog as it answers with its other status, e.g. `validation_failed_422`. */
+export type AlternateErrorCode = {
+  readonly [C in ErrorCode]: (typeof errorCatalog)[C] extends {
+    readonly alternateStatus: infer S extends number
+  }
+    ? `${C}_${S}`
+    : never
+}[ErrorCode]
 
 /**
  * The codes an endpoint's own checks and operation can answer, beside those every /v1
@@ -35,7 +28,7 @@ export type ErrorCode = keyof typeof errorStatus
  */
 export class EndpointErrors extends Context.Tag("@intake/api/EndpointErrors")<
   EndpointErrors,
-  ReadonlyArray<ErrorCode | "validation_failed_422">
+  ReadonlyArray<ErrorCode | AlternateErrorCode>
 >() {}
 
 /** `limit`: an integer from 1 to 100, as decimal digits only (`1.5`, `abc`, `1e2` are refused). */

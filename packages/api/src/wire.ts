@@ -7,9 +7,12 @@
 import { HttpApiSchema } from "@effect/platform"
 import {
   BotStatus,
+  Count,
   DeliveryStatus,
   DeliveryTrigger,
+  type ErrorCode,
   EventType,
+  errorCatalog,
   FieldType,
   FieldValue,
   Plan,
@@ -28,11 +31,9 @@ export const Timestamp = Schema.String.annotations({
   examples: ["2026-11-21T10:00:00.000Z"]
 })
 
-/** A count or another whole number: `integer` in the document, not `number`. */
-export const Count = Schema.Int.annotations({
-  identifier: "Count",
-  jsonSchema: { type: "integer", minimum: 0 }
-})
+/** A count or another whole number: `integer` in the document, not `number` (the domain's, shared by the error catalog). */
+export { Count }
+
 /** An HTTP status code or a number of milliseconds: a whole number. */
 const WholeNumber = Schema.Int.annotations({ jsonSchema: { type: "integer" } })
 
@@ -65,100 +66,32 @@ export const ErrorBody = Schema.Struct({
 })
 export type ErrorBody = typeof ErrorBody.Type
 
-/** One catalog error on the wire: its code and a message (no details). */
-const apiError = <C extends string>(identifier: string, code: C, description: string) =>
-  Schema.Struct({ code: Schema.Literal(code), message: Schema.String }).annotations({
-    identifier,
-    description
-  })
+/** The component name of a code's error object: its tag, ending in Error (InternalError stays). */
+const wireIdentifier = (tag: string) => (tag.endsWith("Error") ? tag : `${tag}Error`)
 
-/** One catalog error on the wire with its typed details. */
-const apiErrorWithDetails = <C extends string, D extends Schema.Struct.Fields>(
-  identifier: string,
-  code: C,
-  description: string,
-  details: D
-) =>
-  Schema.Struct({
+/** One catalog error on the wire: its code, a message and, when its entry declares them, its typed details. */
+const apiError = <C extends ErrorCode>(code: C) => {
+  const entry: (typeof errorCatalog)[ErrorCode] = errorCatalog[code]
+  return Schema.Struct({
     code: Schema.Literal(code),
     message: Schema.String,
-    details: Schema.Struct(details)
-  }).annotations({ identifier, description })
+    ...("details" in entry ? { details: Schema.Struct(entry.details) } : {})
+  }).annotations({ identifier: wireIdentifier(entry.tag), description: entry.description })
+}
 
-/** What a v1 404 names (the outermost missing resource, or `route`). */
-export const ResourceName = oneOf("intake_bot", "submission", "webhook", "delivery", "route")
-
-export const IssueWire = Schema.Struct({
-  path: Schema.String.annotations({
-    description:
-      'dotted from the body ("data.email", "events.0"), a query parameter ("limit"), or "" for the whole body'
-  }),
-  message: Schema.String
-}).annotations({ identifier: "ValidationIssue" })
-
-/** Each error code of the catalog (docs/rules.md, Errors) with its typed `details`. */
-export const apiErrors = {
-  validation_failed: apiErrorWithDetails(
-    "ValidationFailedError",
-    "validation_failed",
-    "400: the body or a parameter is invalid; 422: it needs other workspace data.",
+/** Each error code of the catalog (docs/rules.md, Errors) with its typed `details`, from the domain's catalog. */
+export const apiErrors = Object.fromEntries(
+  (Object.keys(errorCatalog) as Array<ErrorCode>).map((code) => [code, apiError(code)])
+) as {
+  readonly [C in ErrorCode]: Schema.Struct<
     {
-      issues: Schema.Array(IssueWire),
-      unknown_keys: Schema.optionalWith(Schema.Array(Schema.String), { exact: true })
-    }
-  ),
-  authentication_required: apiError(
-    "AuthenticationRequiredError",
-    "authentication_required",
-    "Missing, malformed, unknown, revoked or expired API key."
-  ),
-  insufficient_scopes: apiErrorWithDetails(
-    "InsufficientScopesError",
-    "insufficient_scopes",
-    "The key lacks the scope the operation needs.",
-    { required: Schema.Array(Scope), granted: Schema.Array(Scope) }
-  ),
-  feature_not_available: apiErrorWithDetails(
-    "FeatureNotAvailableError",
-    "feature_not_available",
-    "The workspace's plan has no API access.",
-    { feature: Schema.Literal("api_access") }
-  ),
-  workspace_archived: apiError("WorkspaceArchivedError", "workspace_archived", "The workspace is archived."),
-  resource_not_found: apiErrorWithDetails(
-    "ResourceNotFoundError",
-    "resource_not_found",
-    "The resource does not exist in this workspace.",
-    { resource: ResourceName }
-  ),
-  conflict: apiError("ConflictError", "conflict", "The operation conflicts with the resource's state."),
-  idempotency_conflict: apiError(
-    "IdempotencyConflictError",
-    "idempotency_conflict",
-    "The Idempotency-Key was used with another request, or that request is still running."
-  ),
-  rate_limit_exceeded: apiErrorWithDetails(
-    "RateLimitExceededError",
-    "rate_limit_exceeded",
-    "Too many requests for this key; retry after `retry_after` seconds (also the Retry-After header).",
-    {
-      retry_after: Schema.Int.pipe(Schema.greaterThanOrEqualTo(1)).annotations({
-        jsonSchema: { type: "integer", minimum: 1 }
-      })
-    }
-  ),
-  plan_limit_exceeded: apiErrorWithDetails(
-    "PlanLimitExceededError",
-    "plan_limit_exceeded",
-    "A limit of the workspace's plan is reached.",
-    { resource: oneOf("submissions", "api_keys", "webhook_endpoints"), current: Count, max: Count }
-  ),
-  internal_error: apiError(
-    "InternalError",
-    "internal_error",
-    "An unexpected error; no internal detail is given (quote the X-Request-Id)."
-  )
-} as const
+      readonly code: Schema.Literal<[C]>
+      readonly message: typeof Schema.String
+    } & ((typeof errorCatalog)[C] extends { readonly details: infer D extends Schema.Struct.Fields }
+      ? { readonly details: Schema.Struct<D> }
+      : {})
+  >
+}
 
 /** Any v1 error, discriminated by `code`. */
 export const ApiErrorWire = Schema.Union(...Object.values(apiErrors)).annotations({ identifier: "ApiError" })
@@ -172,18 +105,29 @@ export const ErrorEnvelope = Schema.Struct({
   identifier: "ErrorEnvelope"
 })
 
-/** The error envelope as declared for one status (the body is the same for every code). */
-const failure = (status: number, description: string) =>
-  ErrorBody.annotations(HttpApiSchema.annotations({ status, identifier: `Error${status}`, description }))
+/** The codes of the catalog that answer with `status`. */
+const codesAnswering = (status: number) =>
+  Object.entries(
+    errorCatalog as Record<ErrorCode, { readonly status: number; readonly alternateStatus?: number }>
+  )
+    .filter(([, entry]) => entry.status === status || entry.alternateStatus === status)
+    .map(([code]) => code)
+    .join(", ")
 
-export const BadRequest = failure(400, "validation_failed: body or parameters failed validation")
-export const Unauthorized = failure(401, "authentication_required")
-export const Forbidden = failure(403, "insufficient_scopes, feature_not_available or workspace_archived")
-export const NotFound = failure(404, "resource_not_found")
-export const ConflictError = failure(409, "conflict or idempotency_conflict")
-export const Unprocessable = failure(422, "validation_failed: semantically invalid")
-export const TooManyRequests = failure(429, "rate_limit_exceeded or plan_limit_exceeded")
-export const ServerError = failure(500, "internal_error")
+/** The error envelope as declared for one status (the body is the same for every code). */
+const failure = (status: number) =>
+  ErrorBody.annotations(
+    HttpApiSchema.annotations({ status, identifier: `Error${status}`, description: codesAnswering(status) })
+  )
+
+export const BadRequest = failure(400)
+export const Unauthorized = failure(401)
+export const Forbidden = failure(403)
+export const NotFound = failure(404)
+export const ConflictError = failure(409)
+export const Unprocessable = failure(422)
+export const TooManyRequests = failure(429)
+export const ServerError = failure(500)
 
 // ---------------------------------------------------------------- shared
 

@@ -275,7 +275,11 @@ export type ApiError =
       readonly message: string
       readonly details: {
         readonly issues: ReadonlyArray<ValidationIssue>
+        /** How many issues there were when more than `issues` lists (at most 100 are listed). */
+        readonly issue_count?: number
         readonly unknown_keys?: ReadonlyArray<string>
+        /** How many unknown keys there were when more than `unknown_keys` lists. */
+        readonly unknown_key_count?: number
       }
     }
   | { readonly code: "authentication_required"; readonly message: string }

@@ -1,210 +1,295 @@
 /**
- * The error catalog of the public API, one tagged error per code. Each error knows the
- * stable `code`, the HTTP status it answers with and the `details` object of the
- * contract; the HTTP layer only serializes them.
+ * The error catalog of the public API (docs/rules.md, Errors): one entry per code, from
+ * which everything else follows. The entry gives the HTTP status, the `details` object as
+ * it travels (a schema) and the words the OpenAPI document uses; `CatalogError` makes the
+ * domain's tagged error of a code from it, packages/api its wire schema and its OpenAPI
+ * entries. A new code is one entry here and one class below.
  */
-import { Schema } from "effect"
+import { type Cause, Schema } from "effect"
+import { Scope } from "./models.js"
+
+/** What a v1 404 names (the outermost missing resource, or `route`). */
+export const PublicResourceKind = Schema.Literal("intake_bot", "submission", "webhook", "delivery", "route")
+export type PublicResourceKind = typeof PublicResourceKind.Type
 
 /** What a 404 names. workspace and api_key appear only on the operator interface. */
-export const ResourceKind = Schema.Literal(
-  "intake_bot",
-  "submission",
-  "webhook",
-  "delivery",
-  "route",
-  "workspace",
-  "api_key"
-)
+export const ResourceKind = Schema.Literal(...PublicResourceKind.literals, "workspace", "api_key")
 export type ResourceKind = typeof ResourceKind.Type
 
 export const LimitedResource = Schema.Literal("submissions", "api_keys", "webhook_endpoints")
 export type LimitedResource = typeof LimitedResource.Type
 
+/** A count or another whole number from 0: `integer` in the document, not `number`. */
+export const Count = Schema.Int.annotations({
+  identifier: "Count",
+  jsonSchema: { type: "integer", minimum: 0 }
+})
+
 /** One validation problem; `path` is dotted from the body ("data.email", "events.0") or a query name. */
-export const ValidationIssue = Schema.Struct({ path: Schema.String, message: Schema.String })
+export const ValidationIssue = Schema.Struct({
+  path: Schema.String.annotations({
+    description:
+      'dotted from the body ("data.email", "events.0"), a query parameter ("limit"), or "" for the whole body'
+  }),
+  message: Schema.String
+}).annotations({ identifier: "ValidationIssue" })
 export type ValidationIssue = typeof ValidationIssue.Type
 
-export class AuthenticationRequired extends Schema.TaggedError<AuthenticationRequired>()(
-  "AuthenticationRequired",
-  {
-    message: Schema.String
-  }
-) {
-  get code() {
-    return "authentication_required" as const
-  }
-  get httpStatus() {
-    return 401 as const
-  }
-  get details(): Record<string, unknown> | undefined {
-    return undefined
-  }
+/** What one code is: its status, its `details` on the wire, and how the document words it. */
+interface CatalogEntry {
+  /** The tag of the domain's error class. */
+  readonly tag: string
+  readonly status: number
+  /** The other status the code may answer with (validation_failed: 422 for what needs workspace data). */
+  readonly alternateStatus?: number
+  /** The fields of `details` as it travels; absent when the code carries none. */
+  readonly details?: Schema.Struct.Fields
+  /** The error object's description in the document. */
+  readonly description: string
+  /** What an answer of this code means, in the description of the responses listing it. */
+  readonly meaning: string
 }
 
-export class InsufficientScopes extends Schema.TaggedError<InsufficientScopes>()("InsufficientScopes", {
-  message: Schema.String,
-  required: Schema.Array(Schema.String),
-  granted: Schema.Array(Schema.String)
-}) {
-  get code() {
-    return "insufficient_scopes" as const
+const optional = <S extends Schema.Schema.Any>(schema: S) => Schema.optionalWith(schema, { exact: true })
+
+/** The catalog, in the order the document lists the codes. */
+export const errorCatalog = {
+  validation_failed: {
+    tag: "ValidationFailed",
+    status: 400,
+    alternateStatus: 422,
+    details: {
+      issues: Schema.Array(ValidationIssue),
+      issue_count: optional(Count),
+      unknown_keys: optional(Schema.Array(Schema.String)),
+      unknown_key_count: optional(Count)
+    },
+    description: "400: the body or a parameter is invalid; 422: it needs other workspace data.",
+    meaning:
+      "400: the body or a parameter is invalid (`details: { issues, unknown_keys? }`); 422: it needs other workspace data"
+  },
+  authentication_required: {
+    tag: "AuthenticationRequired",
+    status: 401,
+    description: "Missing, malformed, unknown, revoked or expired API key.",
+    meaning: "missing, malformed, unknown, revoked or expired API key"
+  },
+  insufficient_scopes: {
+    tag: "InsufficientScopes",
+    status: 403,
+    details: { required: Schema.Array(Scope), granted: Schema.Array(Scope) },
+    description: "The key lacks the scope the operation needs.",
+    meaning: "the key lacks the scope (`details: { required, granted }`)"
+  },
+  feature_not_available: {
+    tag: "FeatureNotAvailable",
+    status: 403,
+    details: { feature: Schema.Literal("api_access") },
+    description: "The workspace's plan has no API access.",
+    meaning: "the workspace's plan has no API access (`details: { feature }`)"
+  },
+  workspace_archived: {
+    tag: "WorkspaceArchived",
+    status: 403,
+    description: "The workspace is archived.",
+    meaning: "the workspace is archived"
+  },
+  resource_not_found: {
+    tag: "ResourceNotFound",
+    status: 404,
+    details: { resource: PublicResourceKind },
+    description: "The resource does not exist in this workspace.",
+    meaning:
+      "`details: { resource }`, one of intake_bot, submission, webhook, delivery, route (the outermost missing one)"
+  },
+  conflict: {
+    tag: "Conflict",
+    status: 409,
+    description: "The operation conflicts with the resource's state.",
+    meaning: "the operation conflicts with the resource's state"
+  },
+  idempotency_conflict: {
+    tag: "IdempotencyConflict",
+    status: 409,
+    description: "The Idempotency-Key was used with another request, or that request is still running.",
+    meaning: "the Idempotency-Key was used with another request, or that request is still running"
+  },
+  rate_limit_exceeded: {
+    tag: "RateLimitExceeded",
+    status: 429,
+    details: {
+      retry_after: Schema.Int.pipe(Schema.greaterThanOrEqualTo(1)).annotations({
+        jsonSchema: { type: "integer", minimum: 1 }
+      })
+    },
+    description:
+      "Too many requests for this key; retry after `retry_after` seconds (also the Retry-After header).",
+    meaning: "too many requests for this key (`details: { retry_after }`)"
+  },
+  plan_limit_exceeded: {
+    tag: "PlanLimitExceeded",
+    status: 429,
+    details: { resource: LimitedResource, current: Count, max: Count },
+    description: "A limit of the workspace's plan is reached.",
+    meaning: "a plan limit is reached (`details: { resource, current, max }`)"
+  },
+  internal_error: {
+    tag: "InternalError",
+    status: 500,
+    description: "An unexpected error; no internal detail is given (quote the X-Request-Id).",
+    meaning: "an unexpected error; no internal detail is given"
   }
-  get httpStatus() {
-    return 403 as const
-  }
-  get details() {
-    return { required: this.required, granted: this.granted }
-  }
+} as const satisfies Record<string, CatalogEntry>
+
+type Catalog = typeof errorCatalog
+export type ErrorCode = keyof Catalog
+
+/** The `details` a code carries, as its entry declares them (undefined when it declares none). */
+export type ErrorDetails<C extends ErrorCode> = Catalog[C] extends {
+  readonly details: infer Fields extends Schema.Struct.Fields
+}
+  ? Schema.Struct.Type<Fields>
+  : undefined
+
+/** The statuses a code answers with. */
+export type ErrorStatus<C extends ErrorCode> =
+  | Catalog[C]["status"]
+  | (Catalog[C] extends { readonly alternateStatus: infer S } ? S : never)
+
+/** What every catalog error shows the HTTP layer, which only serializes it. */
+interface Catalogued<C extends ErrorCode> {
+  readonly code: C
+  readonly httpStatus: ErrorStatus<C>
+  readonly details: ErrorDetails<C>
 }
 
-export class FeatureNotAvailable extends Schema.TaggedError<FeatureNotAvailable>()("FeatureNotAvailable", {
-  message: Schema.String,
-  feature: Schema.String
-}) {
-  get code() {
-    return "feature_not_available" as const
-  }
-  get httpStatus() {
-    return 403 as const
-  }
-  get details() {
-    return { feature: this.feature }
-  }
+type ErrorFields<C extends ErrorCode, Fields extends Schema.Struct.Fields> = {
+  readonly _tag: Schema.tag<Catalog[C]["tag"]>
+  readonly message: typeof Schema.String
+} & Fields
+
+/** A `Schema.TaggedError` class whose instances also carry their code's catalog entry. */
+interface CatalogErrorClass<Self, C extends ErrorCode, Fields extends Schema.Struct.Fields>
+  extends Schema.Class<
+    Self,
+    ErrorFields<C, Fields>,
+    Schema.Struct.Encoded<ErrorFields<C, Fields>>,
+    Schema.Struct.Context<ErrorFields<C, Fields>>,
+    Schema.Struct.Constructor<Omit<ErrorFields<C, Fields>, "_tag">>,
+    Catalogued<C>,
+    Cause.YieldableError
+  > {
+  readonly _tag: Catalog[C]["tag"]
 }
 
-export class WorkspaceArchived extends Schema.TaggedError<WorkspaceArchived>()("WorkspaceArchived", {
-  message: Schema.String
-}) {
-  get code() {
-    return "workspace_archived" as const
+/**
+ * The tagged error of `code`: tag and status from its entry, `fields` (beside `message`)
+ * as the domain holds them, `details` mapping them onto the entry's wire shape (checked
+ * against it by the compiler).
+ */
+const CatalogError =
+  <Self>() =>
+  <C extends ErrorCode, Fields extends Schema.Struct.Fields>(
+    code: C,
+    fields: Fields,
+    details: (error: Schema.Struct.Type<Fields>) => ErrorDetails<C>
+  ): CatalogErrorClass<Self, C, Fields> => {
+    const entry: CatalogEntry = errorCatalog[code]
+    // Typed by the return type: TypeScript cannot extend a class whose fields are generic.
+    // biome-ignore lint/suspicious/noExplicitAny: see above
+    const Base: any = Schema.TaggedError<any>()(entry.tag, { message: Schema.String, ...fields })
+    return class extends Base {
+      get code() {
+        return code
+      }
+      get httpStatus() {
+        return entry.status
+      }
+      get details() {
+        return details(this as never)
+      }
+    } as never
   }
-  get httpStatus() {
-    return 403 as const
-  }
-  get details(): Record<string, unknown> | undefined {
-    return undefined
-  }
-}
 
-export class ResourceNotFound extends Schema.TaggedError<ResourceNotFound>()("ResourceNotFound", {
-  message: Schema.String,
-  resource: ResourceKind
-}) {
-  get code() {
-    return "resource_not_found" as const
-  }
-  get httpStatus() {
-    return 404 as const
-  }
-  get details() {
-    return { resource: this.resource }
-  }
-}
+const none = () => undefined
+
+export class AuthenticationRequired extends CatalogError<AuthenticationRequired>()(
+  "authentication_required",
+  {},
+  none
+) {}
+
+export class InsufficientScopes extends CatalogError<InsufficientScopes>()(
+  "insufficient_scopes",
+  { required: Schema.Array(Scope), granted: Schema.Array(Scope) },
+  (error) => ({ required: error.required, granted: error.granted })
+) {}
+
+export class FeatureNotAvailable extends CatalogError<FeatureNotAvailable>()(
+  "feature_not_available",
+  { feature: Schema.Literal("api_access") },
+  (error) => ({ feature: error.feature })
+) {}
+
+export class WorkspaceArchived extends CatalogError<WorkspaceArchived>()("workspace_archived", {}, none) {}
+
+export class ResourceNotFound extends CatalogError<ResourceNotFound>()(
+  "resource_not_found",
+  { resource: ResourceKind },
+  // The catalog is API v1's, whose 404s never name the operator interface's workspace or
+  // api_key; those travel only on /admin, which no document or client describes.
+  (error) => ({ resource: error.resource as PublicResourceKind })
+) {}
 
 /**
  * 400 for what the request alone shows to be wrong; 422 for what needs other workspace
  * data (bots outside the workspace, a webhook URL resolving to a forbidden address).
  */
-export class ValidationFailed extends Schema.TaggedError<ValidationFailed>()("ValidationFailed", {
-  message: Schema.String,
-  status: Schema.Literal(400, 422),
-  issues: Schema.Array(ValidationIssue),
-  unknownKeys: Schema.optional(Schema.Array(Schema.String)),
-  /** How many issues there were when more than MAX_LISTED_ISSUES (the list keeps the first ones). */
-  issueCount: Schema.optional(Schema.Number),
-  /** How many unknown keys there were when more than MAX_LISTED_ISSUES. */
-  unknownKeyCount: Schema.optional(Schema.Number)
-}) {
-  get code() {
-    return "validation_failed" as const
-  }
-  get httpStatus() {
+export class ValidationFailed extends CatalogError<ValidationFailed>()(
+  "validation_failed",
+  {
+    status: Schema.Literal(400, 422),
+    issues: Schema.Array(ValidationIssue),
+    unknownKeys: Schema.optional(Schema.Array(Schema.String)),
+    /** How many issues there were when more than MAX_LISTED_ISSUES (the list keeps the first ones). */
+    issueCount: Schema.optional(Schema.Number),
+    /** How many unknown keys there were when more than MAX_LISTED_ISSUES. */
+    unknownKeyCount: Schema.optional(Schema.Number)
+  },
+  (error) => ({
+    issues: error.issues,
+    ...(error.issueCount === undefined ? {} : { issue_count: error.issueCount }),
+    ...(error.unknownKeys === undefined ? {} : { unknown_keys: error.unknownKeys }),
+    ...(error.unknownKeyCount === undefined ? {} : { unknown_key_count: error.unknownKeyCount })
+  })
+) {
+  override get httpStatus() {
     return this.status
   }
-  get details() {
-    return {
-      issues: this.issues,
-      ...(this.issueCount === undefined ? {} : { issue_count: this.issueCount }),
-      ...(this.unknownKeys === undefined ? {} : { unknown_keys: this.unknownKeys }),
-      ...(this.unknownKeyCount === undefined ? {} : { unknown_key_count: this.unknownKeyCount })
-    }
-  }
 }
 
-export class RateLimitExceeded extends Schema.TaggedError<RateLimitExceeded>()("RateLimitExceeded", {
-  message: Schema.String,
-  retryAfterSeconds: Schema.Number
-}) {
-  get code() {
-    return "rate_limit_exceeded" as const
-  }
-  get httpStatus() {
-    return 429 as const
-  }
-  get details() {
-    return { retry_after: this.retryAfterSeconds }
-  }
-}
+export class RateLimitExceeded extends CatalogError<RateLimitExceeded>()(
+  "rate_limit_exceeded",
+  { retryAfterSeconds: Schema.Number },
+  (error) => ({ retry_after: error.retryAfterSeconds })
+) {}
 
-export class PlanLimitExceeded extends Schema.TaggedError<PlanLimitExceeded>()("PlanLimitExceeded", {
-  message: Schema.String,
-  resource: LimitedResource,
-  current: Schema.Number,
-  max: Schema.Number
-}) {
-  get code() {
-    return "plan_limit_exceeded" as const
-  }
-  get httpStatus() {
-    return 429 as const
-  }
-  get details() {
-    return { resource: this.resource, current: this.current, max: this.max }
-  }
-}
+export class PlanLimitExceeded extends CatalogError<PlanLimitExceeded>()(
+  "plan_limit_exceeded",
+  { resource: LimitedResource, current: Schema.Number, max: Schema.Number },
+  (error) => ({ resource: error.resource, current: error.current, max: error.max })
+) {}
 
-export class IdempotencyConflict extends Schema.TaggedError<IdempotencyConflict>()("IdempotencyConflict", {
-  message: Schema.String
-}) {
-  get code() {
-    return "idempotency_conflict" as const
-  }
-  get httpStatus() {
-    return 409 as const
-  }
-  get details(): Record<string, unknown> | undefined {
-    return undefined
-  }
-}
+export class IdempotencyConflict extends CatalogError<IdempotencyConflict>()(
+  "idempotency_conflict",
+  {},
+  none
+) {}
 
-export class Conflict extends Schema.TaggedError<Conflict>()("Conflict", {
-  message: Schema.String
-}) {
-  get code() {
-    return "conflict" as const
-  }
-  get httpStatus() {
-    return 409 as const
-  }
-  get details(): Record<string, unknown> | undefined {
-    return undefined
-  }
-}
+export class Conflict extends CatalogError<Conflict>()("conflict", {}, none) {}
 
 /** The sanitized 500: never carries a stack, SQL text or driver message. */
-export class InternalError extends Schema.TaggedError<InternalError>()("InternalError", {
-  message: Schema.String
-}) {
-  get code() {
-    return "internal_error" as const
-  }
-  get httpStatus() {
-    return 500 as const
-  }
-  get details(): Record<string, unknown> | undefined {
-    return undefined
-  }
-}
+export class InternalError extends CatalogError<InternalError>()("internal_error", {}, none) {}
 
 /**
  * The one failure a port may add to domain errors: its store did not answer. `cause` is
@@ -215,33 +300,23 @@ export class StorageUnavailable extends Schema.TaggedError<StorageUnavailable>()
   cause: Schema.optional(Schema.Defect)
 }) {}
 
-/** Every error a client may see, as a union. */
-export type ApiError =
-  | AuthenticationRequired
-  | InsufficientScopes
-  | FeatureNotAvailable
-  | WorkspaceArchived
-  | ResourceNotFound
-  | ValidationFailed
-  | RateLimitExceeded
-  | PlanLimitExceeded
-  | IdempotencyConflict
-  | Conflict
-  | InternalError
-
-const apiErrorClasses = [
+/** The class of each code, in the catalog's order (the domain's tests check one per code). */
+export const apiErrorClasses = [
+  ValidationFailed,
   AuthenticationRequired,
   InsufficientScopes,
   FeatureNotAvailable,
   WorkspaceArchived,
   ResourceNotFound,
-  ValidationFailed,
+  Conflict,
+  IdempotencyConflict,
   RateLimitExceeded,
   PlanLimitExceeded,
-  IdempotencyConflict,
-  Conflict,
   InternalError
 ] as const
+
+/** Every error a client may see, as a union. */
+export type ApiError = InstanceType<(typeof apiErrorClasses)[number]>
 
 /** True for an error of the catalog, which a client may see as itself. */
 export const isApiError = (u: unknown): u is ApiError =>
