@@ -173,7 +173,9 @@ layer(realServer({ allowPrivateNetworks: true, retrySchedule: [100, 200], dispat
         // All received now: recover has nothing left to queue.
         expect(dataOf(yield* recover(baseUrl, key, webhook.id, { since })).recovery.queued).toBe(0)
         expect(receiver.received).toHaveLength(received + 200)
-      })
+      }),
+    // 200 submissions and 600 attempts: the embedded database on a busy machine takes its time.
+    120_000
   )
 
   it.scoped(

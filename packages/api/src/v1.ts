@@ -264,7 +264,10 @@ export const listDeliveries = HttpApiEndpoint.get("listDeliveries", "/v1/webhook
 
 export const getDelivery = HttpApiEndpoint.get("getDelivery", "/v1/webhooks/:id/deliveries/:deliveryId")
   .annotate(OpenApi.Summary, "Get a delivery")
-  .annotate(OpenApi.Description, "One delivery attempt of this endpoint.")
+  .annotate(
+    OpenApi.Description,
+    "One delivery attempt of this endpoint: its status and why, the receiver's answer, when it was sent and when it is retried."
+  )
   .setPath(DeliveryPath)
   .addSuccess(DeliveryOne)
   .annotate(RequiredScope, "manage:webhooks")
