@@ -121,6 +121,8 @@ const startIntake = async (env: Record<string, string>): Promise<IntakeServer> =
     execArgv: ["--import", "tsx", "--import", join(root, "bench/round-trips.ts")],
     env: {
       PATH: process.env.PATH ?? "",
+      // Nothing balances load here: a stopped server need not drain.
+      INTAKE_SHUTDOWN_DRAIN: "0s",
       PORT: String(port),
       INTAKE_ADMIN_TOKEN: ADMIN_TOKEN,
       ...env

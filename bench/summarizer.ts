@@ -58,6 +58,8 @@ const startIntake = async (env: Record<string, string>) => {
     cwd: join(root, "apps/server"),
     env: {
       PATH: process.env.PATH ?? "",
+      // Nothing balances load here: a stopped server need not drain.
+      INTAKE_SHUTDOWN_DRAIN: "0s",
       PORT: String(port),
       INTAKE_ADMIN_TOKEN: ADMIN_TOKEN,
       WEBHOOK_ALLOW_PRIVATE_NETWORKS: "true",

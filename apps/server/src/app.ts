@@ -84,6 +84,20 @@ const ready = Effect.gen(function* () {
   )
 })
 
+/** /readyz once the server is stopping: still serving, but the load balancer should send elsewhere. */
+const stopping = () =>
+  json(
+    {
+      success: false,
+      error: {
+        code: "service_unavailable",
+        message: "The server is shutting down.",
+        details: { server: "stopping" }
+      }
+    },
+    503
+  )
+
 // The document never changes while the process runs: serialized once, not per request.
 let openApiBody: string | undefined
 const openApi = () => {
@@ -203,6 +217,7 @@ export type App<R> = (
 
 export const makeApp = (options: AppOptions) => {
   const scalarScript = makeScalarScript()
+  let draining = false
   const timeoutMs = Duration.toMillis(options.requestTimeout ?? DEFAULT_REQUEST_TIMEOUT)
   const route = (
     request: IncomingRequest,
@@ -229,7 +244,7 @@ export const makeApp = (options: AppOptions) => {
     if (request.method === "GET") {
       facts.route = path
       if (path === "/healthz") return Effect.succeed(ok())
-      if (path === "/readyz") return ready
+      if (path === "/readyz") return draining ? Effect.succeed(stopping()) : ready
       if (path === "/openapi.json") return Effect.succeed(openApi())
       if (path === "/docs") return Effect.succeed(docsPage())
       if (path === SCALAR_SCRIPT_PATH) return scalarScript
@@ -279,5 +294,9 @@ export const makeApp = (options: AppOptions) => {
       yield* Effect.logInfo(requestLogLine(request, facts, response.status, startedAt))
       return withHeader(response, "x-request-id", requestId)
     })
-  return { answer, deadlineExceeded, timeoutMs }
+  /** From now on /readyz answers 503 (server.ts, when the server is told to stop). */
+  const startDraining = () => {
+    draining = true
+  }
+  return { answer, deadlineExceeded, startDraining, timeoutMs }
 }

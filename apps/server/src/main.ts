@@ -37,6 +37,8 @@ const program = Effect.gen(function* () {
     port: config.port,
     adminToken: config.adminToken,
     requestTimeout: config.requestTimeout,
+    bodyTimeout: config.bodyTimeout,
+    shutdownDrain: config.shutdownDrain,
     trustedProxies: config.trustedProxies,
     corsOrigins: config.corsOrigins
   }).pipe(Layer.provideMerge(services))
