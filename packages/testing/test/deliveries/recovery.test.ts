@@ -13,53 +13,13 @@ import {
   ResourceNotFound,
   Submissions,
   ValidationFailed,
-  Webhooks,
-  WorkspaceRepository
+  Webhooks
 } from "@intake/domain"
-import {
-  answer,
-  aWorkspace,
-  deliveryRulesLayer,
-  newIntakeBot,
-  receiverDouble,
-  requiredOnlyData
-} from "@intake/testing"
+import { answer, newIntakeBot, type receiverDouble, requiredOnlyData } from "@intake/testing"
 import { Effect, Either, TestClock } from "effect"
+import { dispatchDue, givenWebhook, givenWorkspaceWithBot, MINUTE, NOW, SECOND, scene } from "./scene.js"
 
-const SECOND = 1_000
-const MINUTE = 60 * SECOND
-const RECEIVER = "https://hooks.example.com/intake"
-const NOW = Date.now()
-
-const scene = () => {
-  const receiver = receiverDouble()
-  const addresses: Record<string, ReadonlyArray<string>> = { "hooks.example.com": ["93.184.216.34"] }
-  return {
-    receiver,
-    addresses,
-    layer: deliveryRulesLayer(receiver.layer, {
-      addresses,
-      settings: { retrySchedule: [5 * SECOND, 5 * MINUTE] }
-    })
-  }
-}
-
-const givenWorkspaceWithBot = Effect.gen(function* () {
-  yield* TestClock.setTime(NOW)
-  const workspace = aWorkspace()
-  yield* (yield* WorkspaceRepository).insert(workspace)
-  const bot = yield* (yield* IntakeBots).create(workspace.id, newIntakeBot())
-  return { workspaceId: workspace.id, bot }
-})
-
-const givenWebhook = (
-  workspaceId: string,
-  events: ReadonlyArray<string>,
-  intakeBotIds: ReadonlyArray<string> = []
-) =>
-  Effect.flatMap(Webhooks, (webhooks) =>
-    webhooks.create(workspaceId, { url: RECEIVER, events, intakeBotIds })
-  )
+const retrying = () => scene({ settings: { retrySchedule: [5 * SECOND, 5 * MINUTE] } })
 
 const setStatus = (workspaceId: string, webhookId: string, status: "active" | "paused") =>
   Effect.flatMap(Webhooks, (webhooks) => webhooks.update(workspaceId, webhookId, { status }))
@@ -70,12 +30,6 @@ const submit = (workspaceId: string, botId: string, email: string) =>
     yield* TestClock.adjust(SECOND)
     return yield* (yield* Submissions).create(workspaceId, botId, { data: requiredOnlyData({ email }) })
   })
-
-const dispatchDue = Effect.gen(function* () {
-  const deliveries = yield* Deliveries
-  const claimed = yield* deliveries.claimDue(1_000, "rules")
-  return yield* Effect.forEach(claimed, (delivery) => deliveries.dispatch(delivery, "rules"))
-})
 
 const log = (workspaceId: string, webhookId: string, filters: Record<string, unknown> = {}) =>
   Effect.map(
@@ -93,7 +47,7 @@ const receivedSubmissions = (receiver: ReturnType<typeof receiverDouble>) =>
   receiver.payloads().map((payload) => (payload.data as { submission: { id: string } }).submission.id)
 
 describe("skipped attempts", () => {
-  const { layer, receiver } = scene()
+  const { layer, receiver } = retrying()
 
   it.effect("a paused or disabled endpoint that takes the event records a skipped attempt, never sent", () =>
     Effect.gen(function* () {
@@ -145,7 +99,7 @@ describe("recover", () => {
   it.effect(
     "after re-activation, queues each missed event once, oldest first, and nothing already received or pending",
     () => {
-      const { layer, receiver } = scene()
+      const { layer, receiver } = retrying()
       return Effect.gen(function* () {
         const { workspaceId, bot } = yield* givenWorkspaceWithBot
         const endpoint = yield* givenWebhook(workspaceId, ["submission.completed"])
@@ -199,7 +153,7 @@ describe("recover", () => {
   it.effect(
     "takes only the window, the endpoint's events and bots, and nothing from before the endpoint",
     () => {
-      const { layer } = scene()
+      const { layer } = retrying()
       return Effect.gen(function* () {
         const { workspaceId, bot } = yield* givenWorkspaceWithBot
         const otherBot = yield* (yield* IntakeBots).create(workspaceId, newIntakeBot({ name: "Other" }))
@@ -229,7 +183,7 @@ describe("recover", () => {
   )
 
   it.effect("since after until is 400; another workspace's endpoint is 404", () => {
-    const { layer } = scene()
+    const { layer } = retrying()
     return Effect.gen(function* () {
       const { workspaceId } = yield* givenWorkspaceWithBot
       const endpoint = yield* givenWebhook(workspaceId, ["submission.completed"])
@@ -245,7 +199,7 @@ describe("recover", () => {
 })
 
 describe("the delivery log", () => {
-  const { layer, receiver } = scene()
+  const { layer, receiver } = retrying()
 
   it.effect(
     "filters by status, event type, submission and created range; cursors keep to their filters",
@@ -329,7 +283,7 @@ describe("the delivery log", () => {
   )
 
   it.effect("an address refused before sending leaves sent_at null", () => {
-    const refusing = scene()
+    const refusing = retrying()
     return Effect.gen(function* () {
       const { workspaceId, bot } = yield* givenWorkspaceWithBot
       const endpoint = yield* givenWebhook(workspaceId, ["submission.completed"])
