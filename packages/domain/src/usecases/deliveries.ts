@@ -426,6 +426,13 @@ export const DeliveriesLive = Layer.effect(
             yield* Effect.serviceOption(DeliveryWakeups).pipe(
               Effect.flatMap(Option.match({ onNone: () => Effect.void, onSome: (wakeups) => wakeups.notify }))
             )
+          yield* Effect.logInfo({
+            message: "webhook recovery",
+            webhookId: endpoint.id,
+            queued,
+            since: window.since,
+            until
+          })
           return { queued, since: window.since, until }
         }),
 
