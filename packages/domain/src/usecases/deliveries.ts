@@ -328,6 +328,23 @@ export const DeliveriesLive = Layer.effect(
         ...(delivery.error === null ? {} : { error: delivery.error })
       })
 
+    /**
+     * Which step of the retry schedule a failed attempt is at: a recovery starts the schedule
+     * again (docs/webhooks.md, Recovery), so its attempts count from the recover attempt.
+     */
+    const placeInSchedule = (delivery: Delivery) =>
+      delivery.trigger === "recover"
+        ? Effect.succeed(1)
+        : delivery.trigger !== "retry"
+          ? Effect.succeed(delivery.attempt)
+          : Effect.map(repository.attemptsOf(delivery.webhookId, delivery.eventId), (attempts) => {
+              const recovered = attempts.filter(
+                (a) => a.trigger === "recover" && a.attempt < delivery.attempt
+              )
+              const start = Math.max(0, ...recovered.map((a) => a.attempt))
+              return start === 0 ? delivery.attempt : delivery.attempt - start + 1
+            })
+
     /** Sends a test or redelivery at once and logs it (no retries: the caller sees the result). */
     const sendNow = (endpoint: WebhookEndpoint, attempt: Delivery, payload: WebhookPayload) =>
       Effect.gen(function* () {
@@ -525,7 +542,7 @@ export const DeliveriesLive = Layer.effect(
             ? null
             : retryDelay({
                 schedule: settings.retrySchedule,
-                failedAttempt: delivery.attempt,
+                failedAttempt: result.ok ? delivery.attempt : yield* placeInSchedule(delivery),
                 random: random() / 2 ** 32,
                 responseStatus: result.responseStatus,
                 retryAfterMs: retryAfterMillis(result.retryAfter, finishedAt)

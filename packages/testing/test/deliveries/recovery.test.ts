@@ -150,6 +150,37 @@ describe("recover", () => {
     }
   )
 
+  it.effect("a recovered attempt that fails is retried on the whole schedule again", () => {
+    const { layer, receiver } = retrying()
+    return Effect.gen(function* () {
+      const { workspaceId, bot } = yield* givenWorkspaceWithBot
+      const endpoint = yield* givenWebhook(workspaceId, ["submission.completed"])
+      // Three attempts (the schedule has two retries): the event's schedule is used up.
+      receiver.answerWith(answer(500))
+      yield* submit(workspaceId, bot.id, "a@example.com")
+      yield* dispatchDue
+      yield* TestClock.adjust(6 * SECOND)
+      yield* dispatchDue
+      yield* TestClock.adjust(6 * MINUTE)
+      yield* dispatchDue
+      expect(yield* log(workspaceId, endpoint.id, { status: "pending" })).toEqual([])
+      expect(yield* log(workspaceId, endpoint.id, { status: "failed" })).toHaveLength(3)
+
+      expect((yield* recover(workspaceId, endpoint.id, NOW)).queued).toBe(1)
+      const [recovered] = yield* dispatchDue
+      expect(recovered).toMatchObject({ trigger: "recover", attempt: 4, status: "failed" })
+      expect(recovered!.nextRetryAt).not.toBeNull()
+      yield* TestClock.adjust(6 * SECOND)
+      const [firstRetry] = yield* dispatchDue
+      expect(firstRetry).toMatchObject({ trigger: "retry", attempt: 5, status: "failed" })
+      expect(firstRetry!.nextRetryAt! - firstRetry!.sentAt!).toBeGreaterThanOrEqual(5 * MINUTE)
+      yield* TestClock.adjust(6 * MINUTE)
+      const [lastRetry] = yield* dispatchDue
+      expect(lastRetry).toMatchObject({ trigger: "retry", attempt: 6, status: "failed", nextRetryAt: null })
+      expect(yield* log(workspaceId, endpoint.id, { status: "pending" })).toEqual([])
+    }).pipe(Effect.provide(layer))
+  })
+
   it.effect(
     "takes only the window, the endpoint's events and bots, and nothing from before the endpoint",
     () => {
