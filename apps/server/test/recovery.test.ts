@@ -178,6 +178,32 @@ layer(realServer({ allowPrivateNetworks: true, retrySchedule: [100, 200], dispat
     120_000
   )
 
+  it.scoped("concurrent recoveries of one endpoint queue each missed event once between them", () =>
+    Effect.gen(function* () {
+      const baseUrl = yield* BaseUrl
+      const tenant = yield* provision(baseUrl)
+      const key = tenant.key
+      const receiver = yield* localReceiver([204])
+      const webhook = yield* givenWebhook(baseUrl, key, receiver.url, ["submission.completed"])
+      const since = new Date(Date.now() - 1_000).toISOString()
+      dataOf(yield* call(baseUrl, "PATCH", `/v1/webhooks/${webhook.id}`, { key, body: { status: "paused" } }))
+      for (let i = 0; i < 20; i++) yield* submit(baseUrl, tenant, `paused-${i}@example.com`)
+      expect(yield* logOf(baseUrl, key, webhook.id, { status: "skipped" })).toHaveLength(20)
+      dataOf(yield* call(baseUrl, "PATCH", `/v1/webhooks/${webhook.id}`, { key, body: { status: "active" } }))
+
+      const answers = yield* Effect.all(
+        Array.from({ length: 4 }, () => recover(baseUrl, key, webhook.id, { since })),
+        { concurrency: "unbounded" }
+      )
+      const queued = answers.map((answer) => dataOf(answer).recovery.queued as number)
+      expect(queued.reduce((a, b) => a + b, 0)).toBe(20)
+      yield* eventually(() => receiver.received.length >= 20, 20_000)
+      yield* until(logOf(baseUrl, key, webhook.id, { status: "pending" }), (pending) => pending.length === 0)
+      expect(new Set(receiver.received.map((request) => request.headers["webhook-id"])).size).toBe(20)
+      expect(receiver.received).toHaveLength(20)
+    })
+  )
+
   it.scoped(
     "recover: bad bodies are 400, a paused endpoint 409, another workspace's 404, the scope 403",
     () =>
