@@ -17,7 +17,7 @@ import { type AddressInfo, createServer } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { allScopes } from "@intake/domain"
-import { freshDatabaseUrl, probeTestServer } from "@intake/postgres"
+import { freshDatabaseUrl, probeTestServer } from "@intake/postgres/testing"
 // The model server alone: the package's index brings vitest.
 import { modelServer } from "@intake/testing/model-server"
 import autocannon from "autocannon"

@@ -1,10 +1,11 @@
 /**
- * The server's HttpApp: one pipeline for every request (decisions.md section 2) and one
+ * The server's HttpApp: one pipeline for every request (docs/rules.md, Checks in order) and one
  * exit, so that every answer carries the envelope, X-Request-Id and, on /v1, the
  * rate-limit headers, whatever happened inside.
  */
 import { performance } from "node:perf_hooks"
 import { openApiDocument } from "@intake/api"
+import { DatabaseState } from "@intake/delivery"
 import {
   Access,
   ClientAddress,
@@ -13,7 +14,7 @@ import {
   type Principal,
   type RateLimitDecision
 } from "@intake/domain"
-import { CurrentRequestId, DatabaseState } from "@intake/worker"
+import { CurrentRequestId } from "@intake/node"
 import { Clock, Duration, Effect, FiberRef, Option, type Redacted } from "effect"
 import { type CorsOrigins, isPreflight, preflightHeaders, responseCorsHeaders } from "./cors.js"
 import { docsPage, makeScalarScript, SCALAR_SCRIPT_PATH } from "./docs.js"

@@ -1,9 +1,11 @@
 /**
- * The server's configuration (decisions.md section 9), read through effect `Config` so a
+ * The server's configuration (docs/rules.md, Running), read through effect `Config` so a
  * bad value fails at start with the variable's name.
  */
+
+import { type SummarizerConfig, summarizerConfig } from "@intake/delivery"
 import { ClientAddress, RetrySchedule } from "@intake/domain"
-import { logLevelConfig, type SummarizerConfig, summarizerConfig } from "@intake/worker"
+import { logLevelConfig } from "@intake/node"
 import { Config, ConfigError, Duration, Either, type LogLevel, Option, Redacted } from "effect"
 import { type CorsOrigins, parseCorsOrigins } from "./cors.js"
 

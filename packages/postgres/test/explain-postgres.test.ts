@@ -13,7 +13,7 @@ import { Duration, Effect } from "effect"
 import { listDeliveriesQuery, recoverableEventsQuery } from "../src/deliveries.js"
 import { listBotsQuery, listSubmissionsQuery } from "../src/submissions.js"
 import { nextSummaryDueQuery } from "../src/summary-jobs.js"
-import { PostgresTestDatabase } from "../src/test-database.js"
+import { PostgresTestDatabase } from "../src/testing.js"
 import { listWebhooksQuery } from "../src/webhooks.js"
 import { describePostgres } from "./support.js"
 
