@@ -11,7 +11,7 @@ import {
   Submissions
 } from "@intake/domain"
 import { Effect } from "effect"
-import { type Route, serve } from "./routes.js"
+import { type Handlers, routesOf } from "./routes.js"
 
 const admin = { idempotent: false }
 
@@ -40,10 +40,9 @@ const botFields = (payload: Partial<typeof Api.CreateIntakeBotBody.Type>) =>
 
 export type AdminServices = Provisioning | IntakeBots | Submissions
 
-export const adminRoutes: ReadonlyArray<Route<AdminServices | Access | Idempotency>> = [
-  serve(
-    Api.createWorkspace,
-    ({ payload }) =>
+export const adminHandlers: Handlers<typeof Api.AdminApi, AdminServices> = {
+  createWorkspace: {
+    handle: ({ payload }) =>
       Effect.map(
         Effect.flatMap(Provisioning, (p) =>
           p.createWorkspace(
@@ -56,11 +55,10 @@ export const adminRoutes: ReadonlyArray<Route<AdminServices | Access | Idempoten
         ),
         (workspace) => ({ workspace: Api.workspaceToWire(workspace) })
       ),
-    admin
-  ),
-  serve(
-    Api.updateWorkspace,
-    ({ path, payload }) =>
+    options: admin
+  },
+  updateWorkspace: {
+    handle: ({ path, payload }) =>
       Effect.map(
         Effect.flatMap(Provisioning, (p) =>
           p.updateWorkspace(
@@ -75,11 +73,10 @@ export const adminRoutes: ReadonlyArray<Route<AdminServices | Access | Idempoten
         ),
         (workspace) => ({ workspace: Api.workspaceToWire(workspace) })
       ),
-    admin
-  ),
-  serve(
-    Api.createApiKey,
-    ({ path, payload }) =>
+    options: admin
+  },
+  createApiKey: {
+    handle: ({ path, payload }) =>
       Effect.flatMap(expiry(payload.expires_at), (expiresAt) =>
         Effect.map(
           Effect.flatMap(Provisioning, (p) =>
@@ -88,47 +85,42 @@ export const adminRoutes: ReadonlyArray<Route<AdminServices | Access | Idempoten
           (issued) => ({ api_key: Api.issuedApiKeyToWire(issued) })
         )
       ),
-    admin
-  ),
-  serve(
-    Api.getApiKey,
-    ({ path }) =>
+    options: admin
+  },
+  getApiKey: {
+    handle: ({ path }) =>
       Effect.map(
         Effect.flatMap(Provisioning, (p) => p.getApiKey(path.id)),
         (key) => ({ api_key: Api.apiKeyToWire(key) })
       ),
-    admin
-  ),
-  serve(
-    Api.revokeApiKey,
-    ({ path }) =>
+    options: admin
+  },
+  revokeApiKey: {
+    handle: ({ path }) =>
       Effect.map(
         Effect.flatMap(Provisioning, (p) => p.revokeApiKey(path.id)),
         (key) => ({ api_key: Api.apiKeyToWire(key) })
       ),
-    admin
-  ),
-  serve(
-    Api.createIntakeBot,
-    ({ path, payload }) =>
+    options: admin
+  },
+  createIntakeBot: {
+    handle: ({ path, payload }) =>
       Effect.map(
         Effect.flatMap(IntakeBots, (bots) => bots.create(path.id, botFields(payload))),
         (bot) => ({ intake_bot: Api.intakeBotToWire(bot) })
       ),
-    admin
-  ),
-  serve(
-    Api.updateIntakeBot,
-    ({ path, payload }) =>
+    options: admin
+  },
+  updateIntakeBot: {
+    handle: ({ path, payload }) =>
       Effect.map(
         Effect.flatMap(IntakeBots, (bots) => bots.update(path.id, botFields(payload))),
         (bot) => ({ intake_bot: Api.intakeBotToWire(bot) })
       ),
-    admin
-  ),
-  serve(
-    Api.adminCreateSubmission,
-    ({ path, payload }) =>
+    options: admin
+  },
+  adminCreateSubmission: {
+    handle: ({ path, payload }) =>
       Effect.map(
         Effect.flatMap(Submissions, (submissions) =>
           submissions.createForBot(
@@ -143,15 +135,17 @@ export const adminRoutes: ReadonlyArray<Route<AdminServices | Access | Idempoten
         ),
         (submission) => ({ submission: Api.submissionToWire(submission) })
       ),
-    admin
-  ),
-  serve(
-    Api.deleteSubmission,
-    ({ path }) =>
+    options: admin
+  },
+  deleteSubmission: {
+    handle: ({ path }) =>
       Effect.as(
         Effect.flatMap(Submissions, (submissions) => submissions.remove(path.id)),
         { id: path.id, deleted: true as const }
       ),
-    admin
-  )
-]
+    options: admin
+  }
+}
+
+/** The operator interface's route table: every endpoint of AdminApi with its handler. */
+export const adminRoutes = routesOf(Api.AdminApi, adminHandlers)

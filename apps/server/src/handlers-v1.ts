@@ -11,7 +11,7 @@ import {
   Webhooks
 } from "@intake/domain"
 import { Effect } from "effect"
-import { type Route, serve } from "./routes.js"
+import { type Handlers, routesOf } from "./routes.js"
 
 const DEFAULT_LIMIT = 50
 
@@ -45,10 +45,9 @@ const botAnswer = (bot: IntakeBot) => {
 
 export type V1Services = Access | Idempotency | IntakeBots | Submissions | Webhooks | Deliveries
 
-export const v1Routes: ReadonlyArray<Route<V1Services>> = [
-  serve(
-    Api.listIntakeBots,
-    ({ principal, urlParams }) =>
+export const v1Handlers: Handlers<typeof Api.IntakeApi, V1Services> = {
+  listIntakeBots: {
+    handle: ({ principal, urlParams }) =>
       Effect.map(
         Effect.flatMap(IntakeBots, (bots) => bots.list(principal.workspace.id, listQuery(urlParams))),
         (listed) => ({
@@ -56,20 +55,18 @@ export const v1Routes: ReadonlyArray<Route<V1Services>> = [
           pagination: pagination(listed.nextCursor)
         })
       ),
-    v1
-  ),
-  serve(
-    Api.getIntakeBot,
-    ({ principal, path }) =>
+    options: v1
+  },
+  getIntakeBot: {
+    handle: ({ principal, path }) =>
       Effect.map(
         Effect.flatMap(IntakeBots, (bots) => bots.get(principal.workspace.id, path.id)),
         botAnswer
       ),
-    { ...v1, answersRepeat: true }
-  ),
-  serve(
-    Api.listSubmissions,
-    ({ principal, path, urlParams }) =>
+    options: { ...v1, answersRepeat: true }
+  },
+  listSubmissions: {
+    handle: ({ principal, path, urlParams }) =>
       Effect.map(
         Effect.flatMap(Submissions, (submissions) =>
           submissions.list(principal.workspace.id, path.id, {
@@ -84,22 +81,20 @@ export const v1Routes: ReadonlyArray<Route<V1Services>> = [
           pagination: pagination(listed.submissions.nextCursor)
         })
       ),
-    v1
-  ),
-  serve(
-    Api.getSubmission,
-    ({ principal, path }) =>
+    options: v1
+  },
+  getSubmission: {
+    handle: ({ principal, path }) =>
       Effect.map(
         Effect.flatMap(Submissions, (submissions) =>
           submissions.get(principal.workspace.id, path.id, path.submissionId)
         ),
         (submission) => ({ submission: Api.submissionToWire(submission) })
       ),
-    v1
-  ),
-  serve(
-    Api.createSubmission,
-    ({ principal, path, payload }) =>
+    options: v1
+  },
+  createSubmission: {
+    handle: ({ principal, path, payload }) =>
       Effect.map(
         Effect.flatMap(Submissions, (submissions) =>
           submissions.create(principal.workspace.id, path.id, {
@@ -110,11 +105,10 @@ export const v1Routes: ReadonlyArray<Route<V1Services>> = [
         ),
         (submission) => ({ submission: Api.createdSubmissionToWire(submission) })
       ),
-    v1
-  ),
-  serve(
-    Api.listWebhooks,
-    ({ principal, urlParams }) =>
+    options: v1
+  },
+  listWebhooks: {
+    handle: ({ principal, urlParams }) =>
       Effect.map(
         Effect.flatMap(Webhooks, (webhooks) => webhooks.list(principal.workspace.id, listQuery(urlParams))),
         (listed) => ({
@@ -122,20 +116,18 @@ export const v1Routes: ReadonlyArray<Route<V1Services>> = [
           pagination: pagination(listed.nextCursor)
         })
       ),
-    v1
-  ),
-  serve(
-    Api.getWebhook,
-    ({ principal, path }) =>
+    options: v1
+  },
+  getWebhook: {
+    handle: ({ principal, path }) =>
       Effect.map(
         Effect.flatMap(Webhooks, (webhooks) => webhooks.get(principal.workspace.id, path.id)),
         (webhook) => ({ webhook: Api.webhookToWire(webhook) })
       ),
-    v1
-  ),
-  serve(
-    Api.createWebhook,
-    ({ principal, payload }) =>
+    options: v1
+  },
+  createWebhook: {
+    handle: ({ principal, payload }) =>
       Effect.map(
         Effect.flatMap(Webhooks, (webhooks) =>
           webhooks.create(principal.workspace.id, {
@@ -147,11 +139,10 @@ export const v1Routes: ReadonlyArray<Route<V1Services>> = [
         ),
         (webhook) => ({ webhook: Api.webhookWithSecretToWire(webhook) })
       ),
-    v1
-  ),
-  serve(
-    Api.updateWebhook,
-    ({ principal, path, payload }) =>
+    options: v1
+  },
+  updateWebhook: {
+    handle: ({ principal, path, payload }) =>
       Effect.map(
         Effect.flatMap(Webhooks, (webhooks) =>
           webhooks.update(principal.workspace.id, path.id, {
@@ -163,29 +154,26 @@ export const v1Routes: ReadonlyArray<Route<V1Services>> = [
         ),
         (webhook) => ({ webhook: Api.webhookToWire(webhook) })
       ),
-    v1
-  ),
-  serve(
-    Api.deleteWebhook,
-    ({ principal, path }) =>
+    options: v1
+  },
+  deleteWebhook: {
+    handle: ({ principal, path }) =>
       Effect.as(
         Effect.flatMap(Webhooks, (webhooks) => webhooks.remove(principal.workspace.id, path.id)),
         { id: path.id, deleted: true as const }
       ),
-    v1
-  ),
-  serve(
-    Api.testWebhook,
-    ({ principal, path }) =>
+    options: v1
+  },
+  testWebhook: {
+    handle: ({ principal, path }) =>
       Effect.map(
         Effect.flatMap(Deliveries, (deliveries) => deliveries.test(principal.workspace.id, path.id)),
         (delivery) => ({ delivery: Api.deliveryToWire(delivery) })
       ),
-    v1CallingOut
-  ),
-  serve(
-    Api.listDeliveries,
-    ({ principal, path, urlParams }) =>
+    options: v1CallingOut
+  },
+  listDeliveries: {
+    handle: ({ principal, path, urlParams }) =>
       Effect.map(
         Effect.flatMap(Deliveries, (deliveries) =>
           deliveries.list(principal.workspace.id, path.id, {
@@ -202,22 +190,20 @@ export const v1Routes: ReadonlyArray<Route<V1Services>> = [
           pagination: pagination(listed.nextCursor)
         })
       ),
-    v1
-  ),
-  serve(
-    Api.getDelivery,
-    ({ principal, path }) =>
+    options: v1
+  },
+  getDelivery: {
+    handle: ({ principal, path }) =>
       Effect.map(
         Effect.flatMap(Deliveries, (deliveries) =>
           deliveries.get(principal.workspace.id, path.id, path.deliveryId)
         ),
         (delivery) => ({ delivery: Api.deliveryToWire(delivery) })
       ),
-    v1
-  ),
-  serve(
-    Api.recoverWebhook,
-    ({ principal, path, payload }) =>
+    options: v1
+  },
+  recoverWebhook: {
+    handle: ({ principal, path, payload }) =>
       Effect.map(
         Effect.flatMap(Deliveries, (deliveries) =>
           deliveries.recover(principal.workspace.id, path.id, {
@@ -227,17 +213,19 @@ export const v1Routes: ReadonlyArray<Route<V1Services>> = [
         ),
         (recovery) => ({ recovery: Api.recoveryToWire(recovery) })
       ),
-    v1
-  ),
-  serve(
-    Api.redeliver,
-    ({ principal, path }) =>
+    options: v1
+  },
+  redeliver: {
+    handle: ({ principal, path }) =>
       Effect.map(
         Effect.flatMap(Deliveries, (deliveries) =>
           deliveries.redeliver(principal.workspace.id, path.id, path.deliveryId)
         ),
         (delivery) => ({ delivery: Api.deliveryToWire(delivery) })
       ),
-    v1CallingOut
-  )
-]
+    options: v1CallingOut
+  }
+}
+
+/** The v1 route table: every endpoint of IntakeApi with its handler. */
+export const v1Routes = routesOf(Api.IntakeApi, v1Handlers)

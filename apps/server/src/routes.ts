@@ -6,7 +6,7 @@
  */
 import type { HttpApiEndpoint, HttpMethod } from "@effect/platform"
 import { HttpApiSchema } from "@effect/platform"
-import { IDEMPOTENCY_KEY, RequiredScope } from "@intake/api"
+import { type ApiOfGroups, type EndpointOf, endpointsOf, IDEMPOTENCY_KEY, RequiredScope } from "@intake/api"
 import {
   Access,
   Idempotency,
@@ -262,4 +262,64 @@ export const serve = <
     })
 
   return { method: endpoint.method, path: endpoint.path, pattern, names, run }
+}
+
+/** How the server answers one endpoint: its operation over the decoded input, and how it is served. */
+export interface Handler<E extends HttpApiEndpoint.HttpApiEndpoint.Any, R> {
+  readonly handle: (
+    input: Input<
+      HttpApiEndpoint.HttpApiEndpoint.PathParsed<E>,
+      HttpApiEndpoint.HttpApiEndpoint.UrlParams<E>,
+      HttpApiEndpoint.HttpApiEndpoint.Payload<E>
+    >
+  ) => Effect.Effect<HttpApiEndpoint.HttpApiEndpoint.Success<E>, unknown, R>
+  readonly options: ServeOptions
+}
+
+/**
+ * One handler per endpoint of `Api`, by the endpoint's name: the compiler refuses a missing
+ * handler and one for an endpoint the API does not declare (and `routesOf` checks again).
+ */
+export type Handlers<Api, R> = {
+  readonly [E in EndpointOf<Api> as HttpApiEndpoint.HttpApiEndpoint.Name<E>]: Handler<E, R>
+}
+
+/** A served endpoint as `serve` takes it once its types are read back from the API at run time. */
+type ReadEndpoint = HttpApiEndpoint.HttpApiEndpoint<
+  string,
+  HttpMethod.HttpMethod,
+  unknown,
+  unknown,
+  unknown,
+  unknown,
+  unknown,
+  unknown,
+  never,
+  never
+>
+
+/**
+ * The route table of `api`, built once at start-up: each endpoint its packages/api declares
+ * (method, path, scope, schemas), in declaration order, served by its handler. Throws when an
+ * endpoint has no handler or a handler no endpoint, so such a server never starts.
+ */
+export const routesOf = <Api extends ApiOfGroups, R>(
+  api: Api,
+  handlers: Handlers<Api, R>
+): ReadonlyArray<Route<R | Access | Idempotency>> => {
+  const endpoints = endpointsOf(api) as unknown as ReadonlyArray<ReadEndpoint>
+  const byName = handlers as unknown as Readonly<Record<string, Handler<ReadEndpoint, R>>>
+  const unserved = endpoints.filter((endpoint) => !Object.hasOwn(byName, endpoint.name))
+  const stray = Object.keys(byName).filter((name) => !endpoints.some((endpoint) => endpoint.name === name))
+  if (unserved.length > 0 || stray.length > 0)
+    throw new Error(
+      [
+        ...unserved.map((endpoint) => `endpoint ${endpoint.name} has no handler`),
+        ...stray.map((name) => `handler ${name} has no endpoint`)
+      ].join("; ")
+    )
+  return endpoints.map((endpoint) => {
+    const handler = byName[endpoint.name]!
+    return serve(endpoint, handler.handle, handler.options)
+  })
 }

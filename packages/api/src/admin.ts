@@ -12,6 +12,7 @@ import {
 } from "@effect/platform"
 import { MessageRole, WorkspaceStatus } from "@intake/domain"
 import { Schema } from "effect"
+import { endpointsOf } from "./endpoints.js"
 import { IdPath } from "./params.js"
 import { Deleted } from "./v1.js"
 import {
@@ -176,14 +177,5 @@ export class AdminApi extends HttpApi.make("intake-admin")
   .middleware(AdminTokenAuth)
   .annotate(OpenApi.Title, "Intake operator interface") {}
 
-export const adminEndpoints = [
-  createWorkspace,
-  updateWorkspace,
-  createApiKey,
-  getApiKey,
-  revokeApiKey,
-  createIntakeBot,
-  updateIntakeBot,
-  adminCreateSubmission,
-  deleteSubmission
-] as const
+/** Every endpoint of the operator interface, in routing order. */
+export const adminEndpoints = endpointsOf(AdminApi)

@@ -1,4 +1,5 @@
 export * from "./admin.js"
+export * from "./endpoints.js"
 export * from "./events.js"
 export * from "./examples.js"
 export * from "./mappers.js"
