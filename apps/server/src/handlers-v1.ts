@@ -1,4 +1,7 @@
-/** API v1: each served endpoint bound to its use case. */
+/**
+ * API v1: the handler of each endpoint of `IntakeApi`, by the endpoint's name, bound to its
+ * use case. Method, path, scope and schemas are the endpoint's own (packages/api).
+ */
 
 import * as Api from "@intake/api"
 import {

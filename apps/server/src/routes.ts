@@ -1,8 +1,9 @@
 /**
  * Serving the endpoints of packages/api. The server owns the request pipeline (auth and
  * rate limit before routing, then scope, then body and parameters, then the operation),
- * so it routes itself and uses each endpoint's own schemas to decode its path, query and
- * body and to encode its answer: the contract stays the single source of both.
+ * so it routes itself: its route table is read from the API's groups at start-up
+ * (`routesOf`), and each endpoint's own schemas decode its path, query and body and encode
+ * its answer: the contract stays the single source of both.
  */
 import type { HttpApiEndpoint, HttpMethod } from "@effect/platform"
 import { HttpApiSchema } from "@effect/platform"
