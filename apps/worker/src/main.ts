@@ -11,7 +11,7 @@ import { NodeRuntime } from "@effect/platform-node"
 import { WebhookSettings } from "@intake/domain"
 import { PostgresPortsLive, pingDatabase } from "@intake/postgres"
 import { Cause, Config, ConfigError, Console, Effect, Layer, Option } from "effect"
-import { deliveryConfig, deliveryEngine, dispatcherLayer } from "./config.js"
+import { deliveryConfig, deliveryEngine, dispatcherLayer, historyPurgeLayer } from "./config.js"
 import { watchDatabase } from "./database-state.js"
 import { loggingLayer, logLevelConfig } from "./logging.js"
 import { summarizerConfig, summarizerLayers } from "./summarizer-config.js"
@@ -32,7 +32,8 @@ const program = Effect.gen(function* () {
     settings: {
       retrySchedule: config.retrySchedule,
       disableAfterMs: config.disableAfterMs,
-      leaseMs: config.leaseMs
+      leaseMs: config.leaseMs,
+      retentionMs: config.retentionMs
     }
   }).pipe(
     Layer.provideMerge(
@@ -50,6 +51,7 @@ const program = Effect.gen(function* () {
   const worker = Layer.mergeAll(
     dispatcherLayer({ concurrency: config.concurrency, pollIntervalMs: config.pollIntervalMs }),
     watchDatabase(pingDatabase),
+    historyPurgeLayer({ retentionMs: config.retentionMs }),
     Option.match(summaries.model, { onNone: () => Layer.empty, onSome: ({ runner }) => runner })
   ).pipe(Layer.provide(engine))
   return yield* Effect.gen(function* () {

@@ -32,6 +32,8 @@ const webhook: WebhookEndpoint = {
   description: "",
   intakeBotIds: [],
   secret: "whsec_c2VjcmV0",
+  previousSecret: null,
+  previousSecretExpiresAt: null,
   lastDeliveryAt: null,
   lastDeliveryOk: null,
   consecutiveFails: 0,

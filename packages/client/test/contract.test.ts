@@ -25,6 +25,7 @@ const sameWireTypes: [
   Same<Client.WebhookListPage, DataOf<Api.WebhookListEncoded>>,
   Same<Client.Webhook, DataOf<Api.WebhookOneEncoded>["webhook"]>,
   Same<Client.WebhookWithSecret, DataOf<Api.WebhookCreatedEncoded>["webhook"]>,
+  Same<Client.WebhookWithSecret, DataOf<Api.WebhookSecretRotatedEncoded>["webhook"]>,
   Same<Client.Deleted, DataOf<Api.DeletedEncoded>>,
   Same<Client.Delivery, DataOf<Api.DeliveryOneEncoded>["delivery"]>,
   Same<Client.DeliveryListPage, DataOf<Api.DeliveryListEncoded>>,
@@ -32,8 +33,28 @@ const sameWireTypes: [
   Same<Client.ApiError, typeof Api.ApiErrorWire.Encoded>,
   Accepted<Client.CreateSubmissionBody, Api.CreateSubmissionBodyEncoded>,
   Accepted<Client.CreateWebhookBody, Api.CreateWebhookBodyEncoded>,
-  Accepted<Client.UpdateWebhookBody, Api.UpdateWebhookBodyEncoded>
-] = [true, true, true, true, true, true, true, true, true, true, true, true, true, true, true, true]
+  Accepted<Client.UpdateWebhookBody, Api.UpdateWebhookBodyEncoded>,
+  Accepted<Client.RotateWebhookSecretBody, Api.RotateWebhookSecretBodyEncoded>
+] = [
+  true,
+  true,
+  true,
+  true,
+  true,
+  true,
+  true,
+  true,
+  true,
+  true,
+  true,
+  true,
+  true,
+  true,
+  true,
+  true,
+  true,
+  true
+]
 
 describe("@intake/client against the contract", () => {
   it("has one method per v1 operation, with the contract's method and path", () => {

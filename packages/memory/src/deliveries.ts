@@ -110,7 +110,48 @@ export const MemoryDeliveryRepository = Layer.effect(
           if (endpoint === undefined) return Option.none()
           const updated = EndpointHealth.afterAttempt(endpoint, outcome, disableAfterMs)
           write.set(t.webhooks, webhookId, updated)
-          return Option.some(updated)
+          return Option.some({ endpoint: updated, previousStatus: endpoint.status })
+        }),
+      // In batches, as on PostgreSQL (one unit of work each), so that other work interleaves.
+      purgeOlderThan: (before, batchSize) =>
+        Effect.gen(function* () {
+          const purged = { deliveries: 0, events: 0 }
+          for (;;) {
+            const batch = yield* db.run((t, write) => {
+              let deleted = 0
+              for (const delivery of t.deliveries.values()) {
+                if (deleted >= batchSize) break
+                if (delivery.createdAt < before && !t.deliveryQueue.has(delivery.id)) {
+                  write.remove(t.deliveries, delivery.id)
+                  deleted++
+                }
+              }
+              return deleted
+            })
+            purged.deliveries += batch
+            if (batch < batchSize) break
+          }
+          for (;;) {
+            const batch = yield* db.run((t, write) => {
+              const pendingEvents = new Set<string>()
+              for (const id of t.deliveryQueue.keys()) {
+                const eventId = t.deliveries.get(id)?.eventId
+                if (eventId !== undefined) pendingEvents.add(eventId)
+              }
+              let deleted = 0
+              for (const event of t.events.values()) {
+                if (deleted >= batchSize) break
+                if (event.createdAt < before && !pendingEvents.has(event.id)) {
+                  write.remove(t.events, event.id)
+                  deleted++
+                }
+              }
+              return deleted
+            })
+            purged.events += batch
+            if (batch < batchSize) break
+          }
+          return purged
         })
     })
   )

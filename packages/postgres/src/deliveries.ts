@@ -14,7 +14,7 @@ import {
   DeliveryRepository,
   DeliveryWakeups,
   EndpointHealth,
-  type WebhookEndpoint
+  type OutcomeRecorded
 } from "@intake/domain"
 import { Effect, Layer, Option, Queue, Schedule, Stream } from "effect"
 import { afterPosition, pageFrom } from "./paging.js"
@@ -179,16 +179,51 @@ export const PgDeliveryRepository = Layer.effect(
             Effect.gen(function* () {
               const [row] =
                 yield* sql<Row>`SELECT * FROM webhook_endpoints WHERE id = ${webhookId} FOR UPDATE`
-              if (row === undefined) return Option.none<WebhookEndpoint>()
-              const e = EndpointHealth.afterAttempt(endpointFromRow(row), outcome, disableAfterMs)
+              if (row === undefined) return Option.none<OutcomeRecorded>()
+              const before = endpointFromRow(row)
+              const e = EndpointHealth.afterAttempt(before, outcome, disableAfterMs)
               yield* sql`UPDATE webhook_endpoints SET status = ${e.status},
                   last_delivery_at = ${toDateOrNull(e.lastDeliveryAt)}, last_delivery_ok = ${e.lastDeliveryOk},
                   consecutive_fails = ${e.consecutiveFails}, failing_since = ${toDateOrNull(e.failingSince)},
                   updated_at = ${toDate(e.updatedAt)}
                 WHERE id = ${webhookId}`
-              return Option.some(e)
+              return Option.some({ endpoint: e, previousStatus: before.status })
             })
           )
+        ),
+      // Each batch its own short statement (no long lock, within the query timeout), as the
+      // idempotency purge; SKIP LOCKED leaves rows another purge or a dispatcher holds.
+      purgeOlderThan: (before, batchSize) =>
+        stored("deliveries.purgeOlderThan")(
+          Effect.gen(function* () {
+            const purged = { deliveries: 0, events: 0 }
+            for (;;) {
+              const rows = yield* sql<Row>`WITH purged AS (
+                  DELETE FROM deliveries WHERE id IN (
+                    SELECT id FROM deliveries WHERE due_at IS NULL AND created_at < ${toDate(before)}
+                    LIMIT ${batchSize} FOR UPDATE SKIP LOCKED
+                  ) RETURNING 1
+                ) SELECT count(*) AS purged FROM purged`
+              const batch = toNumber(rows[0]?.purged ?? 0)
+              purged.deliveries += batch
+              if (batch < batchSize) break
+            }
+            for (;;) {
+              const rows = yield* sql<Row>`WITH purged AS (
+                  DELETE FROM domain_events WHERE id IN (
+                    SELECT e.id FROM domain_events e
+                    WHERE e.created_at < ${toDate(before)}
+                      AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.event_id = e.id AND d.due_at IS NOT NULL)
+                    ORDER BY e.created_at, e.id
+                    LIMIT ${batchSize} FOR UPDATE SKIP LOCKED
+                  ) RETURNING 1
+                ) SELECT count(*) AS purged FROM purged`
+              const batch = toNumber(rows[0]?.purged ?? 0)
+              purged.events += batch
+              if (batch < batchSize) break
+            }
+            return purged
+          })
         )
     })
   })

@@ -411,6 +411,10 @@ const eventFromRow = (row: Row): DomainEvent => ({
   intakeBotId: row.intake_bot_id as string,
   submissionId: row.submission_id as string,
   contactId: row.contact_id as string | null,
+  ...(row.webhook_id === null || row.webhook_id === undefined ? {} : { webhookId: row.webhook_id as string }),
+  ...(row.disabled_reason === null || row.disabled_reason === undefined
+    ? {}
+    : { disabledReason: row.disabled_reason as NonNullable<DomainEvent["disabledReason"]> }),
   createdAt: toMillis(row.created_at)
 })
 
@@ -429,6 +433,8 @@ export const PgEventOutbox = Layer.effect(
             intake_bot_id: e.intakeBotId,
             submission_id: e.submissionId,
             contact_id: e.contactId,
+            webhook_id: e.webhookId ?? null,
+            disabled_reason: e.disabledReason ?? null,
             created_at: toDate(e.createdAt)
           }))
         )}`

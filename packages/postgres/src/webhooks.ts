@@ -39,6 +39,8 @@ export const endpointFromRow = (row: Row): WebhookEndpoint => ({
   description: row.description as string,
   intakeBotIds: fromJson<WebhookEndpoint["intakeBotIds"]>(row.intake_bot_ids),
   secret: row.secret as string,
+  previousSecret: (row.previous_secret ?? null) as string | null,
+  previousSecretExpiresAt: toMillisOrNull(row.previous_secret_expires_at ?? null),
   lastDeliveryAt: toMillisOrNull(row.last_delivery_at),
   lastDeliveryOk: row.last_delivery_ok as boolean | null,
   consecutiveFails: toNumber(row.consecutive_fails),
@@ -69,21 +71,36 @@ export const PgWebhookRepository = Layer.effect(
                   max
                 })
               yield* sql`INSERT INTO webhook_endpoints (id, workspace_id, url, events, status, description, intake_bot_ids, secret,
+                  previous_secret, previous_secret_expires_at,
                   last_delivery_at, last_delivery_ok, consecutive_fails, failing_since, created_at, updated_at)
                 VALUES (${e.id}, ${e.workspaceId}, ${e.url}, ${JSON.stringify(e.events)}::json, ${e.status}, ${e.description},
-                  ${JSON.stringify(e.intakeBotIds)}::json, ${e.secret}, ${toDateOrNull(e.lastDeliveryAt)}, ${e.lastDeliveryOk},
+                  ${JSON.stringify(e.intakeBotIds)}::json, ${e.secret}, ${e.previousSecret},
+                  ${toDateOrNull(e.previousSecretExpiresAt)}, ${toDateOrNull(e.lastDeliveryAt)}, ${e.lastDeliveryOk},
                   ${e.consecutiveFails}, ${toDateOrNull(e.failingSince)}, ${toDate(e.createdAt)}, ${toDate(e.updatedAt)})`
             })
           )
         ),
+      // The secrets are not written: a PATCH that read the row before a rotation must not undo it.
       update: (e) =>
         stored("webhooks.update")(
           Effect.asVoid(sql`UPDATE webhook_endpoints SET url = ${e.url}, events = ${JSON.stringify(e.events)}::json,
               status = ${e.status}, description = ${e.description}, intake_bot_ids = ${JSON.stringify(e.intakeBotIds)}::json,
-              secret = ${e.secret}, last_delivery_at = ${toDateOrNull(e.lastDeliveryAt)}, last_delivery_ok = ${e.lastDeliveryOk},
+              last_delivery_at = ${toDateOrNull(e.lastDeliveryAt)}, last_delivery_ok = ${e.lastDeliveryOk},
               consecutive_fails = ${e.consecutiveFails}, failing_since = ${toDateOrNull(e.failingSince)},
               updated_at = ${toDate(e.updatedAt)}
             WHERE id = ${e.id}`)
+        ),
+      // One statement: the right-hand sides read the row as it was, so the current secret moves to previous.
+      rotateSecret: (workspaceId, id, secret, previousExpiresAt, now) =>
+        stored("webhooks.rotateSecret")(
+          Effect.map(
+            sql<Row>`UPDATE webhook_endpoints SET secret = ${secret},
+                previous_secret = ${previousExpiresAt === null ? sql`NULL` : sql`secret`},
+                previous_secret_expires_at = ${toDateOrNull(previousExpiresAt)}, updated_at = ${toDate(now)}
+              WHERE id = ${id} AND workspace_id = ${workspaceId}
+              RETURNING *`,
+            findOne
+          )
         ),
       findInWorkspace: (workspaceId, id) =>
         stored("webhooks.findInWorkspace")(

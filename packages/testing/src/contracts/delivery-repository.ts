@@ -214,7 +214,7 @@ export const deliveryRepositoryContract = (name: string, theLayer: Layer.Layer<P
         const fail = (at: number, responseStatus: number | null = 500) =>
           Effect.map(
             repo.recordOutcome(endpoint.id, { ok: false, responseStatus, at }, 5 * DAY),
-            Option.getOrThrow
+            (recorded) => Option.getOrThrow(recorded).endpoint
           )
         expect(yield* fail(1_000)).toMatchObject({
           lastDeliveryAt: 1_000,
@@ -229,7 +229,8 @@ export const deliveryRepositoryContract = (name: string, theLayer: Layer.Layer<P
           { ok: true, responseStatus: 204, at: 3_000 },
           5 * DAY
         )
-        expect(Option.getOrThrow(ok)).toMatchObject({
+        expect(Option.getOrThrow(ok).previousStatus).toBe("active")
+        expect(Option.getOrThrow(ok).endpoint).toMatchObject({
           lastDeliveryAt: 3_000,
           lastDeliveryOk: true,
           consecutiveFails: 0,
@@ -239,6 +240,13 @@ export const deliveryRepositoryContract = (name: string, theLayer: Layer.Layer<P
         yield* fail(10_000)
         expect((yield* fail(10_000 + 5 * DAY - 1)).status).toBe("active")
         expect(yield* fail(10_000 + 5 * DAY)).toMatchObject({ status: "disabled", consecutiveFails: 3 })
+        // The status before tells which outcome disabled it: this one, not a later one.
+        const later = yield* repo.recordOutcome(
+          endpoint.id,
+          { ok: false, responseStatus: 500, at: 6 * DAY },
+          5 * DAY
+        )
+        expect(Option.getOrThrow(later).previousStatus).toBe("disabled")
         const stored = yield* (yield* WebhookRepository).findInWorkspace(endpoint.workspaceId, endpoint.id)
         expect(Option.getOrThrow(stored).status).toBe("disabled")
 
@@ -248,7 +256,10 @@ export const deliveryRepositoryContract = (name: string, theLayer: Layer.Layer<P
           { ok: false, responseStatus: 410, at: 1 },
           5 * DAY
         )
-        expect(Option.getOrThrow(after410)).toMatchObject({ status: "disabled", consecutiveFails: 1 })
+        expect(Option.getOrThrow(after410)).toMatchObject({
+          previousStatus: "active",
+          endpoint: { status: "disabled", consecutiveFails: 1 }
+        })
         expect(
           yield* repo.recordOutcome(uniqueId("wh"), { ok: true, responseStatus: 200, at: 1 }, 5 * DAY)
         ).toEqual(Option.none())
