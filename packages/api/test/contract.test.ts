@@ -75,6 +75,7 @@ describe("the OpenAPI documents", () => {
       "/v1/webhooks/{id}",
       "/v1/webhooks/{id}/deliveries",
       "/v1/webhooks/{id}/deliveries/{deliveryId}/redeliver",
+      "/v1/webhooks/{id}/secret/rotate",
       "/v1/webhooks/{id}/test"
     ])
     expect(served.components.securitySchemes).toMatchObject({ bearer: { type: "http", scheme: "bearer" } })
