@@ -115,43 +115,43 @@ export const MemoryDeliveryRepository = Layer.effect(
       // In batches, as on PostgreSQL (one unit of work each), so that other work interleaves.
       purgeOlderThan: (before, batchSize) =>
         Effect.gen(function* () {
-          const purged = { deliveries: 0, events: 0 }
-          for (;;) {
-            const batch = yield* db.run((t, write) => {
-              let deleted = 0
-              for (const delivery of t.deliveries.values()) {
-                if (deleted >= batchSize) break
-                if (delivery.createdAt < before && !t.deliveryQueue.has(delivery.id)) {
-                  write.remove(t.deliveries, delivery.id)
-                  deleted++
-                }
+          const inBatches = (
+            pick: (t: Tables) => Iterable<string>,
+            table: (t: Tables) => Map<string, unknown>
+          ) =>
+            Effect.gen(function* () {
+              let total = 0
+              for (;;) {
+                const purged = yield* db.run((t, write) => {
+                  let deleted = 0
+                  for (const id of pick(t)) {
+                    if (deleted >= batchSize) break
+                    write.remove(table(t), id)
+                    deleted++
+                  }
+                  return deleted
+                })
+                total += purged
+                if (purged < batchSize) return total
               }
-              return deleted
             })
-            purged.deliveries += batch
-            if (batch < batchSize) break
-          }
-          for (;;) {
-            const batch = yield* db.run((t, write) => {
-              const pendingEvents = new Set<string>()
-              for (const id of t.deliveryQueue.keys()) {
-                const eventId = t.deliveries.get(id)?.eventId
-                if (eventId !== undefined) pendingEvents.add(eventId)
-              }
-              let deleted = 0
-              for (const event of t.events.values()) {
-                if (deleted >= batchSize) break
-                if (event.createdAt < before && !pendingEvents.has(event.id)) {
-                  write.remove(t.events, event.id)
-                  deleted++
-                }
-              }
-              return deleted
-            })
-            purged.events += batch
-            if (batch < batchSize) break
-          }
-          return purged
+          const deliveries = yield* inBatches(
+            (t) =>
+              [...t.deliveries.values()]
+                .filter((delivery) => delivery.createdAt < before && !t.deliveryQueue.has(delivery.id))
+                .map((delivery) => delivery.id),
+            (t) => t.deliveries
+          )
+          const events = yield* inBatches(
+            (t) => {
+              const pending = new Set([...t.deliveryQueue.keys()].map((id) => t.deliveries.get(id)?.eventId))
+              return [...t.events.values()]
+                .filter((event) => event.createdAt < before && !pending.has(event.id))
+                .map((event) => event.id)
+            },
+            (t) => t.events
+          )
+          return { deliveries, events }
         })
     })
   )

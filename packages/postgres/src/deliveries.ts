@@ -18,7 +18,16 @@ import {
 } from "@intake/domain"
 import { Effect, Layer, Option, Queue, Schedule, Stream } from "effect"
 import { afterPosition, pageFrom } from "./paging.js"
-import { type Row, stored, toDate, toDateOrNull, toMillis, toMillisOrNull, toNumber } from "./storage.js"
+import {
+  purgedInBatches,
+  type Row,
+  stored,
+  toDate,
+  toDateOrNull,
+  toMillis,
+  toMillisOrNull,
+  toNumber
+} from "./storage.js"
 import { endpointFromRow } from "./webhooks.js"
 
 const deliveryFromRow = (row: Row): Delivery => ({
@@ -196,33 +205,28 @@ export const PgDeliveryRepository = Layer.effect(
       purgeOlderThan: (before, batchSize) =>
         stored("deliveries.purgeOlderThan")(
           Effect.gen(function* () {
-            const purged = { deliveries: 0, events: 0 }
-            for (;;) {
-              const rows = yield* sql<Row>`WITH purged AS (
-                  DELETE FROM deliveries WHERE id IN (
-                    SELECT id FROM deliveries WHERE due_at IS NULL AND created_at < ${toDate(before)}
-                    LIMIT ${batchSize} FOR UPDATE SKIP LOCKED
-                  ) RETURNING 1
-                ) SELECT count(*) AS purged FROM purged`
-              const batch = toNumber(rows[0]?.purged ?? 0)
-              purged.deliveries += batch
-              if (batch < batchSize) break
-            }
-            for (;;) {
-              const rows = yield* sql<Row>`WITH purged AS (
-                  DELETE FROM domain_events WHERE id IN (
-                    SELECT e.id FROM domain_events e
-                    WHERE e.created_at < ${toDate(before)}
-                      AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.event_id = e.id AND d.due_at IS NOT NULL)
-                    ORDER BY e.created_at, e.id
-                    LIMIT ${batchSize} FOR UPDATE SKIP LOCKED
-                  ) RETURNING 1
-                ) SELECT count(*) AS purged FROM purged`
-              const batch = toNumber(rows[0]?.purged ?? 0)
-              purged.events += batch
-              if (batch < batchSize) break
-            }
-            return purged
+            const deliveries = yield* purgedInBatches(
+              batchSize,
+              sql<Row>`WITH purged AS (
+                DELETE FROM deliveries WHERE id IN (
+                  SELECT id FROM deliveries WHERE due_at IS NULL AND created_at < ${toDate(before)}
+                  LIMIT ${batchSize} FOR UPDATE SKIP LOCKED
+                ) RETURNING 1
+              ) SELECT count(*) AS purged FROM purged`
+            )
+            const events = yield* purgedInBatches(
+              batchSize,
+              sql<Row>`WITH purged AS (
+                DELETE FROM domain_events WHERE id IN (
+                  SELECT e.id FROM domain_events e
+                  WHERE e.created_at < ${toDate(before)}
+                    AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.event_id = e.id AND d.due_at IS NOT NULL)
+                  ORDER BY e.created_at, e.id
+                  LIMIT ${batchSize} FOR UPDATE SKIP LOCKED
+                ) RETURNING 1
+              ) SELECT count(*) AS purged FROM purged`
+            )
+            return { deliveries, events }
           })
         )
     })

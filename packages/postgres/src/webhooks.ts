@@ -14,6 +14,7 @@ import { Effect, Layer, Option } from "effect"
 import { afterPosition, pageFrom } from "./paging.js"
 import {
   fromJson,
+  purgedInBatches,
   type Row,
   stored,
   toDate,
@@ -197,20 +198,15 @@ export const PgIdempotencyStore = Layer.effect(
       // query timeout and never holds one long lock on the table.
       purgeExpired: (now) =>
         stored("idempotency.purgeExpired")(
-          Effect.gen(function* () {
-            let total = 0
-            for (;;) {
-              const rows = yield* sql<Row>`WITH purged AS (
-                  DELETE FROM idempotency_records WHERE (api_key_id, key) IN (
-                    SELECT api_key_id, key FROM idempotency_records
-                    WHERE expires_at <= ${toDate(now)} LIMIT ${PURGE_BATCH}
-                  ) RETURNING 1
-                ) SELECT count(*) AS purged FROM purged`
-              const purged = toNumber(rows[0]?.purged ?? 0)
-              total += purged
-              if (purged < PURGE_BATCH) return total
-            }
-          })
+          purgedInBatches(
+            PURGE_BATCH,
+            sql<Row>`WITH purged AS (
+              DELETE FROM idempotency_records WHERE (api_key_id, key) IN (
+                SELECT api_key_id, key FROM idempotency_records
+                WHERE expires_at <= ${toDate(now)} LIMIT ${PURGE_BATCH}
+              ) RETURNING 1
+            ) SELECT count(*) AS purged FROM purged`
+          )
         )
     })
   })
