@@ -2,7 +2,8 @@
 
 import { expect } from "@effect/vitest"
 import type { MemoryDatabase } from "@intake/memory"
-import { layerPglite, PostgresTestDatabase } from "@intake/postgres"
+import { layerPglite } from "@intake/postgres"
+import { PostgresTestDatabase } from "@intake/postgres/testing"
 import { Clock, Effect, Layer } from "effect"
 import type { CorsOrigins } from "../src/cors.js"
 import { embeddedRuntime, type RuntimeOptions, sqlRuntime } from "../src/runtime.js"

@@ -12,7 +12,7 @@ export class RequiredScope extends Context.Tag("@intake/api/RequiredScope")<
   "read:intake-bots" | "write:intake-bots" | "read:submissions" | "manage:webhooks"
 >() {}
 
-/** The error codes of the catalog (decisions.md section 1), each with the status it answers. */
+/** The error codes of the catalog (docs/rules.md, Errors), each with the status it answers. */
 export const errorStatus = {
   validation_failed: 400,
   authentication_required: 401,

@@ -46,7 +46,7 @@ import {
   WebhookWithSecretWire
 } from "./wire.js"
 
-/** Bearer API key (`svc_live_…`). The server checks it before routing (decisions.md 2). */
+/** Bearer API key (`svc_live_…`). The server checks it before routing (docs/rules.md, Checks in order). */
 export class ApiKeyAuth extends HttpApiMiddleware.Tag<ApiKeyAuth>()("ApiKeyAuth", {
   security: { bearer: HttpApiSecurity.bearer }
 }) {}

@@ -96,7 +96,7 @@ export const IssueWire = Schema.Struct({
   message: Schema.String
 }).annotations({ identifier: "ValidationIssue" })
 
-/** Each error code of the catalog (decisions.md section 1) with its typed `details`. */
+/** Each error code of the catalog (docs/rules.md, Errors) with its typed `details`. */
 export const apiErrors = {
   validation_failed: apiErrorWithDetails(
     "ValidationFailedError",

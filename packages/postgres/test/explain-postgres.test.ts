@@ -10,7 +10,7 @@ import { expect, layer } from "@effect/vitest"
 import { Duration, Effect } from "effect"
 import { listBotsQuery, listSubmissionsQuery } from "../src/submissions.js"
 import { nextSummaryDueQuery } from "../src/summary-jobs.js"
-import { PostgresTestDatabase } from "../src/test-database.js"
+import { PostgresTestDatabase } from "../src/testing.js"
 import { listWebhooksQuery } from "../src/webhooks.js"
 import { describePostgres } from "./support.js"
 

@@ -30,7 +30,7 @@ import {
   workspaceRepositoryContract
 } from "@intake/testing"
 import { type Context, Effect, Exit, Layer, Scope } from "effect"
-import { probeTestServer, testServerUrl } from "../src/test-database.js"
+import { probeTestServer, testServerUrl } from "../src/testing.js"
 
 /**
  * Whether the tests that need the real PostgreSQL run. Under CI a missing server fails

@@ -23,9 +23,9 @@ import {
   MemorySubmissionPortsLive,
   MemoryUnitOfWork,
   MemoryWebhookRepository,
-  MemoryWorkspaceRepository,
-  PlatformLive
+  MemoryWorkspaceRepository
 } from "@intake/memory"
+import { PlatformLive } from "@intake/node"
 import { Effect, Layer } from "effect"
 import { uniqueId } from "./records.js"
 

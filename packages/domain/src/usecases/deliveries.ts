@@ -1,5 +1,5 @@
 /**
- * The delivery engine's use cases (decisions.md section 7): queue an event's attempts in
+ * The delivery engine's use cases (docs/rules.md, Webhooks and deliveries): queue an event's attempts in
  * the unit of work that records the event; dispatch a claimed attempt (rebuild the
  * payload from its sources, sign it with Standard Webhooks, check the receiver's address,
  * send, log the attempt, update the endpoint's state, schedule the retry or give up);

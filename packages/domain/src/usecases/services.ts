@@ -64,7 +64,7 @@ export class Access extends Context.Tag("@intake/Access")<
   Access,
   {
     /**
-     * Checks the Authorization header in the order of decisions.md section 2: the key
+     * Checks the Authorization header in the order of docs/rules.md, Checks in order: the key
      * (401), then an archived workspace, then a plan without API access (403). Records
      * last_used_at at most once a minute.
      */
@@ -348,7 +348,7 @@ export class Idempotency extends Context.Tag("@intake/Idempotency")<
     /** Method, path and a hash of the parsed JSON body in a canonical form (key order ignored). */
     readonly fingerprint: (method: string, path: string, body: unknown) => string
     /**
-     * Runs the operation under the key (decisions.md section 6): the stored response and
+     * Runs the operation under the key (docs/rules.md, Idempotency): the stored response and
      * the operation's writes commit together; a replay returns the stored response; a
      * key in flight or reused with another fingerprint fails with idempotency_conflict.
      */
@@ -374,7 +374,7 @@ export class Idempotency extends Context.Tag("@intake/Idempotency")<
 
 // ---------------------------------------------------------------- model summaries
 
-/** The summary job's use cases, for the runner of apps/worker (see summaries.ts). */
+/** The summary job's use cases, for the runner of packages/delivery (see summaries.ts). */
 export class SummaryJobs extends Context.Tag("@intake/SummaryJobs")<
   SummaryJobs,
   {

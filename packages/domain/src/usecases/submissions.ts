@@ -1,5 +1,5 @@
 /**
- * The Submissions use cases (decisions.md section 3). Creating one reads the bot with its
+ * The Submissions use cases (docs/rules.md, Resources and states). Creating one reads the bot with its
  * workspace and webhook endpoints, validates, takes the built-in summary, then in one unit
  * of work finds or creates the contact, appends the events with their delivery attempts
  * and, last, stores the submission within the monthly quota: all of it commits, or none of
