@@ -1,6 +1,6 @@
 /** WEBHOOK_RETENTION: 30 days unless set, the duration syntax of WEBHOOK_DISABLE_AFTER, read by server and worker. */
 import { describe, expect, it } from "@effect/vitest"
-import { deliveryConfig } from "@intake/worker"
+import { deliveryConfig } from "@intake/delivery"
 import { type Config, ConfigProvider, Duration, Effect, Either } from "effect"
 import { describeConfigError, serverConfig } from "../src/config.js"
 

@@ -11,7 +11,7 @@ import { Duration, Effect, Layer, TestClock } from "effect"
 import { PgDeliveryRepository } from "../src/deliveries.js"
 import { layerPglite } from "../src/pglite-client.js"
 import { migrated } from "../src/runtime.js"
-import { PostgresTestDatabase } from "../src/test-database.js"
+import { PostgresTestDatabase } from "../src/testing.js"
 import { describePostgres } from "./support.js"
 
 const DAY = 86_400_000
