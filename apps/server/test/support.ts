@@ -49,12 +49,17 @@ export const realServer = (
     /** WEBHOOK_RETRY_SCHEDULE in milliseconds. */
     readonly retrySchedule?: ReadonlyArray<number>
     readonly corsOrigins?: CorsOrigins
+    /** The in-process dispatcher's longest sleep (1 s by default). */
+    readonly dispatcherPollMs?: number
   } = {}
 ) =>
   testServer(
     runtimeFor({
       webhookAllowPrivateNetworks: options.allowPrivateNetworks ?? false,
-      ...(options.retrySchedule === undefined ? {} : { webhookRetrySchedule: options.retrySchedule })
+      ...(options.retrySchedule === undefined ? {} : { webhookRetrySchedule: options.retrySchedule }),
+      ...(options.dispatcherPollMs === undefined
+        ? {}
+        : { dispatcher: { pollIntervalMs: options.dispatcherPollMs } })
     }),
     {
       admin: options.admin ?? true,

@@ -29,13 +29,17 @@ const sameWireTypes: [
   Same<Client.Deleted, DataOf<Api.DeletedEncoded>>,
   Same<Client.Delivery, DataOf<Api.DeliveryOneEncoded>["delivery"]>,
   Same<Client.DeliveryListPage, DataOf<Api.DeliveryListEncoded>>,
+  Same<Client.Recovery, DataOf<Api.RecoveryOneEncoded>["recovery"]>,
   Same<Client.WebhookEvent, typeof Api.WebhookEvent.Encoded>,
   Same<Client.ApiError, typeof Api.ApiErrorWire.Encoded>,
   Accepted<Client.CreateSubmissionBody, Api.CreateSubmissionBodyEncoded>,
   Accepted<Client.CreateWebhookBody, Api.CreateWebhookBodyEncoded>,
   Accepted<Client.UpdateWebhookBody, Api.UpdateWebhookBodyEncoded>,
-  Accepted<Client.RotateWebhookSecretBody, Api.RotateWebhookSecretBodyEncoded>
+  Accepted<Client.RotateWebhookSecretBody, Api.RotateWebhookSecretBodyEncoded>,
+  Accepted<Client.RecoverWebhookBody, Api.RecoverWebhookBodyEncoded>
 ] = [
+  true,
+  true,
   true,
   true,
   true,

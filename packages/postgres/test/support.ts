@@ -19,6 +19,7 @@ import type {
 import {
   apiKeyRepositoryContract,
   contactRepositoryContract,
+  deliveryLogContract,
   deliveryRepositoryContract,
   eventOutboxContract,
   idempotencyStoreContract,
@@ -94,6 +95,7 @@ export const storageContracts = (
   eventOutboxContract(name, ports)
   webhookRepositoryContract(name, ports)
   idempotencyStoreContract(name, ports)
+  deliveryLogContract(name, ports)
 }
 
 /**

@@ -46,6 +46,7 @@ export const aDelivery = (overrides: Partial<Delivery> = {}): Delivery => ({
   error: null,
   durationMs: null,
   nextRetryAt: null,
+  sentAt: null,
   createdAt: 0,
   ...overrides
 })

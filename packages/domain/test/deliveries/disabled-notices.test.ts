@@ -19,7 +19,7 @@ import {
   RECEIVER,
   scene,
   submit
-} from "./setup.js"
+} from "./scene.js"
 
 /** An endpoint whose requests the receiver double tells apart by `?to=`. */
 const givenEndpoint = (

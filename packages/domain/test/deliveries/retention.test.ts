@@ -7,7 +7,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { DeliveryHistoryPurgeLive, EventOutbox } from "@intake/domain"
 import { answer } from "@intake/testing"
 import { Duration, Effect, Layer, Option, TestClock } from "effect"
-import { attemptsOf, dispatchDue, givenWebhook, givenWorkspaceWithBot, HOUR, scene, submit } from "./setup.js"
+import { attemptsOf, dispatchDue, givenWebhook, givenWorkspaceWithBot, HOUR, scene, submit } from "./scene.js"
 
 const DAY = 24 * HOUR
 

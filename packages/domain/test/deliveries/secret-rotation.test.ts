@@ -8,7 +8,7 @@ import { Deliveries, ResourceNotFound, ValidationFailed, Webhooks } from "@intak
 import { answer, type receiverDouble } from "@intake/testing"
 import { Effect, TestClock } from "effect"
 import { Webhook } from "standardwebhooks"
-import { dispatchDue, givenWebhook, givenWorkspaceWithBot, MINUTE, SECOND, scene, submit } from "./setup.js"
+import { dispatchDue, givenWebhook, givenWorkspaceWithBot, MINUTE, SECOND, scene, submit } from "./scene.js"
 
 type Sent = ReturnType<typeof receiverDouble>["sent"][number]
 

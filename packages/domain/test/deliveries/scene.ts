@@ -1,4 +1,4 @@
-/** What the delivery engine's rule tests share: a memory scene with a receiver double, and the steps they take. */
+/** The scene of the delivery rules' tests: memory layers, a receiver double, a realistic wall time. */
 import { Deliveries, IntakeBots, Submissions, Webhooks, WorkspaceRepository } from "@intake/domain"
 import {
   aWorkspace,
@@ -17,6 +17,7 @@ export const RECEIVER = "https://hooks.example.com/intake"
 export const NOW = Date.now()
 export const NOW_ISO = new Date(NOW).toISOString()
 
+/** The layer, its receiver double and its DNS table (a test may re-point a name while it runs). */
 export const scene = (options: Parameters<typeof deliveryRulesLayer>[1] = {}) => {
   const receiver = receiverDouble()
   const addresses = { "hooks.example.com": ["93.184.216.34"], ...options.addresses }
@@ -41,9 +42,6 @@ export const givenWebhook = (
     webhooks.create(workspaceId, { url: RECEIVER, events, intakeBotIds })
   )
 
-export const submit = (workspaceId: string, botId: string, email = "ada@example.com") =>
-  Effect.flatMap(Submissions, (s) => s.create(workspaceId, botId, { data: requiredOnlyData({ email }) }))
-
 /** What one dispatcher does in one round: claim what is due and make every attempt. */
 export const dispatchDue = Effect.gen(function* () {
   const deliveries = yield* Deliveries
@@ -51,6 +49,10 @@ export const dispatchDue = Effect.gen(function* () {
   return yield* Effect.forEach(claimed, (delivery) => deliveries.dispatch(delivery, "rules"))
 })
 
+export const submit = (workspaceId: string, botId: string, email = "ada@example.com") =>
+  Effect.flatMap(Submissions, (s) => s.create(workspaceId, botId, { data: requiredOnlyData({ email }) }))
+
+/** The endpoint's delivery log, newest first (up to 100). */
 export const attemptsOf = (workspaceId: string, webhookId: string) =>
   Effect.map(
     Effect.flatMap(Deliveries, (d) => d.list(workspaceId, webhookId, { limit: 100, cursor: null })),
