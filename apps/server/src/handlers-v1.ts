@@ -175,6 +175,24 @@ export const v1Routes: ReadonlyArray<Route<V1Services>> = [
     v1
   ),
   serve(
+    Api.rotateWebhookSecret,
+    ({ principal, path, payload }) =>
+      Effect.map(
+        Effect.flatMap(Webhooks, (webhooks) =>
+          webhooks.rotateSecret(
+            principal.workspace.id,
+            path.id,
+            payload.grace_period_seconds === undefined
+              ? {}
+              : { gracePeriodSeconds: payload.grace_period_seconds }
+          )
+        ),
+        // The new secret, shown this once (as by create); a replay with the same key answers it again.
+        (webhook) => ({ webhook: Api.webhookWithSecretToWire(webhook) })
+      ),
+    { ...v1, optionalBody: true }
+  ),
+  serve(
     Api.testWebhook,
     ({ principal, path }) =>
       Effect.map(
