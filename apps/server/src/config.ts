@@ -20,6 +20,8 @@ export interface ServerConfig {
   readonly webhookAllowPrivateNetworks: boolean
   readonly webhookRetrySchedule: ReadonlyArray<Duration.Duration>
   readonly webhookDisableAfter: Duration.Duration
+  /** WEBHOOK_RETENTION: finished attempts and events older than this are purged (default 30 d). */
+  readonly webhookRetention: Duration.Duration
   /** INTAKE_KEY_CACHE_TTL: how long an instance trusts a cached key (the domain caps it at 60 s). */
   readonly keyCacheTtl: Duration.Duration
   /** LOG_LEVEL: debug, info (default), warning, error or none. */
@@ -108,6 +110,7 @@ export const serverConfig: Config.Config<ServerConfig> = Config.all({
   ),
   webhookRetrySchedule: schedule,
   webhookDisableAfter: duration("WEBHOOK_DISABLE_AFTER", "5d"),
+  webhookRetention: duration("WEBHOOK_RETENTION", RetrySchedule.DEFAULT_RETENTION),
   keyCacheTtl: duration("INTAKE_KEY_CACHE_TTL", "60s"),
   logLevel: logLevelConfig,
   requestTimeout: duration("REQUEST_TIMEOUT", "30s"),

@@ -167,6 +167,23 @@ export const v1Handlers: Handlers<typeof Api.IntakeApi, V1Services> = {
       ),
     options: v1
   },
+  rotateWebhookSecret: {
+    handle: ({ principal, path, payload }) =>
+      Effect.map(
+        Effect.flatMap(Webhooks, (webhooks) =>
+          webhooks.rotateSecret(
+            principal.workspace.id,
+            path.id,
+            payload.grace_period_seconds === undefined
+              ? {}
+              : { gracePeriodSeconds: payload.grace_period_seconds }
+          )
+        ),
+        // The new secret, shown this once (as by create); a replay with the same key answers it again.
+        (webhook) => ({ webhook: Api.webhookWithSecretToWire(webhook) })
+      ),
+    options: { ...v1, optionalBody: true }
+  },
   testWebhook: {
     handle: ({ principal, path }) =>
       Effect.map(

@@ -11,6 +11,7 @@ import type { SqlClient } from "@effect/sql"
 import {
   deliveryEngine,
   dispatcherLayer,
+  historyPurgeLayer,
   type SummarizerConfig,
   summarizerLayers,
   watchDatabase
@@ -44,6 +45,8 @@ export interface RuntimeOptions {
   readonly webhookRetrySchedule?: ReadonlyArray<number>
   /** WEBHOOK_DISABLE_AFTER in milliseconds; 5 days when omitted. */
   readonly webhookDisableAfterMs?: number
+  /** WEBHOOK_RETENTION in milliseconds; 30 days when omitted. */
+  readonly webhookRetentionMs?: number
   /** The in-process dispatcher (and summary runner, with a model summarizer); on unless `false`. */
   readonly dispatcher?: false | { readonly concurrency?: number; readonly pollIntervalMs?: number }
   /** INTAKE_SUMMARIZER…: the built-in summarizer when omitted. */
@@ -85,19 +88,19 @@ const withUseCases = <ROut, E>(ports: Layer.Layer<ROut, E>, options: RuntimeOpti
     onNone: () => ({ settings: Layer.empty, model: Option.none() }),
     onSome: summarizerLayers
   })
-  const useCases = Layer.merge(
+  const deliverySettings = {
+    ...(options.webhookRetrySchedule === undefined ? {} : { retrySchedule: options.webhookRetrySchedule }),
+    ...(options.webhookDisableAfterMs === undefined ? {} : { disableAfterMs: options.webhookDisableAfterMs }),
+    ...(options.webhookRetentionMs === undefined ? {} : { retentionMs: options.webhookRetentionMs })
+  }
+  const useCases = Layer.mergeAll(
     makeUseCasesLayer(options.access),
     deliveryEngine({
       allowPrivateNetworks: options.webhookAllowPrivateNetworks,
-      settings: {
-        ...(options.webhookRetrySchedule === undefined
-          ? {}
-          : { retrySchedule: options.webhookRetrySchedule }),
-        ...(options.webhookDisableAfterMs === undefined
-          ? {}
-          : { disableAfterMs: options.webhookDisableAfterMs })
-      }
-    })
+      settings: deliverySettings
+    }),
+    // Every process purges (as the idempotency records' purge): batches skip what another holds.
+    historyPurgeLayer(deliverySettings)
   ).pipe(
     Layer.provideMerge(
       Layer.mergeAll(

@@ -104,6 +104,7 @@ export const webhookToWire = (endpoint: WebhookEndpoint): WebhookWire => ({
   last_delivery_at: isoOrNull(endpoint.lastDeliveryAt),
   last_delivery_ok: endpoint.lastDeliveryOk,
   consecutive_fails: endpoint.consecutiveFails,
+  previous_secret_expires_at: isoOrNull(endpoint.previousSecretExpiresAt),
   created_at: isoTimestamp(endpoint.createdAt),
   updated_at: isoTimestamp(endpoint.updatedAt)
 })

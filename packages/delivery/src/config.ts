@@ -4,7 +4,13 @@
  * dispatcher, the worker process for its own.
  */
 import { randomUUID } from "node:crypto"
-import { DeliveriesLive, DeliverySettings, type DeliverySettingsValues, RetrySchedule } from "@intake/domain"
+import {
+  DeliveriesLive,
+  DeliveryHistoryPurgeLive,
+  DeliverySettings,
+  type DeliverySettingsValues,
+  RetrySchedule
+} from "@intake/domain"
 import { NodeReceiverClient } from "@intake/node"
 import { Config, ConfigError, Effect, Either, Layer } from "effect"
 import { type DispatcherOptions, runDispatcher } from "./dispatcher.js"
@@ -30,6 +36,8 @@ export interface DeliveryConfig {
    * above the 10 s an attempt may take); a dispatcher that dies gives its claims back then.
    */
   readonly leaseMs: number
+  /** WEBHOOK_RETENTION: finished attempts and events older than this are purged (default 30d). */
+  readonly retentionMs: number
 }
 
 export const deliveryConfig: Config.Config<DeliveryConfig> = Config.all({
@@ -48,7 +56,8 @@ export const deliveryConfig: Config.Config<DeliveryConfig> = Config.all({
     Config.validate({ message: "must be at least 1", validation: (n) => n >= 1 })
   ),
   pollIntervalMs: millis("WEBHOOK_POLL_INTERVAL", "1s"),
-  leaseMs: millis("WEBHOOK_LEASE", "60s")
+  leaseMs: millis("WEBHOOK_LEASE", "60s"),
+  retentionMs: millis("WEBHOOK_RETENTION", RetrySchedule.DEFAULT_RETENTION)
 })
 
 export interface DeliveryEngineOptions {
@@ -72,6 +81,10 @@ export const deliveryEngine = (options: DeliveryEngineOptions) =>
     ),
     Layer.provide(DeliverySettings.layer(options.settings ?? {}))
   )
+
+/** The retention purge (docs/choices.md, "Data kept") with these settings; needs DeliveryRepository. */
+export const historyPurgeLayer = (settings: Partial<DeliverySettingsValues>) =>
+  DeliveryHistoryPurgeLive().pipe(Layer.provide(DeliverySettings.layer(settings)))
 
 /** A dispatcher running in the background for the layer's lifetime; stops gracefully with it. */
 export const dispatcherLayer = (options: Omit<DispatcherOptions, "claimToken">) =>

@@ -228,5 +228,20 @@ export const migrations: ReadonlyArray<Migration> = [
       // A workspace's events in order of occurrence (recovery's window).
       `CREATE INDEX domain_events_workspace ON domain_events (workspace_id, created_at, id)`
     ]
+  },
+  {
+    id: 6,
+    name: "webhook secret rotation, disabled notices, retention",
+    statements: [
+      // The secret before the last rotation, signing beside the current one until it expires.
+      `ALTER TABLE webhook_endpoints ADD COLUMN previous_secret text`,
+      `ALTER TABLE webhook_endpoints ADD COLUMN previous_secret_expires_at timestamptz(3)`,
+      // A webhook.disabled event's source: the endpoint, and why it was disabled.
+      `ALTER TABLE domain_events ADD COLUMN webhook_id text COLLATE "C"`,
+      `ALTER TABLE domain_events ADD COLUMN disabled_reason text`,
+      // The retention purge: finished attempts by age, and the events that still have pending ones.
+      `CREATE INDEX deliveries_finished_age ON deliveries (created_at) WHERE due_at IS NULL`,
+      `CREATE INDEX deliveries_pending_event ON deliveries (event_id) WHERE due_at IS NOT NULL`
+    ]
   }
 ]
