@@ -36,6 +36,8 @@ const webhook: WebhookEndpoint = {
   lastDeliveryOk: null,
   consecutiveFails: 0,
   failingSince: null,
+  rateLimit: null,
+  circuitOpenUntil: null,
   createdAt: 0,
   updatedAt: 0
 }

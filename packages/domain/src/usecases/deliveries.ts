@@ -261,7 +261,8 @@ export const DeliveriesLive = Layer.effect(
     const outcomeOf = (result: SendResult): AttemptOutcome => ({
       ok: result.ok,
       responseStatus: result.responseStatus,
-      at: result.startedAt
+      at: result.startedAt,
+      durationMs: result.durationMs
     })
 
     /** Closes an attempt that is not sent (endpoint gone, paused or disabled; source gone). */
@@ -303,7 +304,7 @@ export const DeliveriesLive = Layer.effect(
         const finished = finishedAttempt(attempt, result, null)
         yield* uow.transaction(
           Effect.zipRight(
-            repository.recordOutcome(endpoint.id, outcomeOf(result), settings.disableAfterMs),
+            repository.recordOutcome(endpoint.id, outcomeOf(result), settings.disableAfterMs, settings.isolation),
             repository.insertFinished(finished)
           )
         )
@@ -366,13 +367,15 @@ export const DeliveriesLive = Layer.effect(
 
       claimDue: (limit, claimToken) =>
         Effect.flatMap(Clock.currentTimeMillis, (now) =>
-          repository.claimDue(now, limit, settings.leaseMs, claimToken)
+          repository.claimDue(now, limit, settings.leaseMs, claimToken, settings.isolation)
         ),
 
       release: (deliveryIds, claimToken) =>
         deliveryIds.length === 0 ? Effect.void : repository.release(deliveryIds, claimToken),
 
-      nextDueAt: repository.nextDueAt(),
+      nextDueAt: Effect.flatMap(Clock.currentTimeMillis, (now) =>
+        repository.nextDueAt(now, settings.isolation)
+      ),
 
       dispatch: (delivery, claimToken) =>
         Effect.gen(function* () {
@@ -420,7 +423,8 @@ export const DeliveriesLive = Layer.effect(
                 const after = yield* repository.recordOutcome(
                   delivery.webhookId,
                   outcomeOf(result),
-                  settings.disableAfterMs
+                  settings.disableAfterMs,
+                  settings.isolation
                 )
                 // A disabled (or deleted) endpoint gets no retry.
                 const retries =

@@ -4,6 +4,7 @@
  * a runtime that provides nothing gets decisions.md's defaults.
  */
 import { Context, Either, Layer } from "effect"
+import { DEFAULT_ISOLATION, type IsolationPolicy } from "../policies/delivery-isolation.js"
 import {
   DEFAULT_DISABLE_AFTER,
   DEFAULT_RETRY_SCHEDULE,
@@ -21,12 +22,18 @@ export interface DeliverySettingsValues {
    * may take, so only a dispatcher that died loses its claims.
    */
   readonly leaseMs: number
+  /**
+   * Per-endpoint limits (WEBHOOK_ENDPOINT_CONCURRENCY, WEBHOOK_CIRCUIT_FAILURES,
+   * WEBHOOK_CIRCUIT_COOLDOWN, WEBHOOK_CIRCUIT_COOLDOWN_MAX): docs/webhooks.md, "Isolation".
+   */
+  readonly isolation: IsolationPolicy
 }
 
 const defaults = (): DeliverySettingsValues => ({
   retrySchedule: Either.getOrThrow(parseRetrySchedule(DEFAULT_RETRY_SCHEDULE)),
   disableAfterMs: Either.getOrThrow(parseDuration(DEFAULT_DISABLE_AFTER)),
-  leaseMs: 60_000
+  leaseMs: 60_000,
+  isolation: DEFAULT_ISOLATION
 })
 
 export class DeliverySettings extends Context.Reference<DeliverySettings>()("@intake/DeliverySettings", {
