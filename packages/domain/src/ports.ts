@@ -10,7 +10,6 @@
  */
 import { Context, Data, type Effect, type Option, type Scope } from "effect"
 import type { IdempotencyConflict, PlanLimitExceeded, StorageUnavailable } from "./errors.js"
-import type { IsolationPolicy } from "./policies/delivery-isolation.js"
 import type {
   ApiKey,
   Contact,
@@ -32,6 +31,7 @@ import type {
   WebhookEndpoint,
   Workspace
 } from "./models.js"
+import type { IsolationPolicy } from "./policies/delivery-isolation.js"
 
 type Stored<A, E = never> = Effect.Effect<A, E | StorageUnavailable>
 

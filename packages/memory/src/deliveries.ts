@@ -119,7 +119,9 @@ export const MemoryDeliveryRepository = Layer.effect(
       insertFinished: (delivery) => db.run((t, write) => write.set(t.deliveries, delivery.id, delivery)),
       nextDueAt: (now, isolation = DeliveryIsolation.DEFAULT_ISOLATION) =>
         db.run((t) =>
-          Option.fromNullable(DeliveryIsolation.earliestClaimableAt(backlogsAt(t, now).backlogs, now, isolation))
+          Option.fromNullable(
+            DeliveryIsolation.earliestClaimableAt(backlogsAt(t, now).backlogs, now, isolation)
+          )
         ),
       findInWebhook: (webhookId, id) =>
         db.run((t) =>

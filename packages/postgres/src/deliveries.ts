@@ -177,20 +177,21 @@ export const PgDeliveryRepository = Layer.effect(
       claimDue: (now, limit, leaseMs, claimToken, isolation = DeliveryIsolation.DEFAULT_ISOLATION) =>
         stored("deliveries.claimDue")(
           Effect.gen(function* () {
-            // A first look, without locks: which endpoints are worth locking.
+            // A first look, without locks: which endpoints are worth locking, in the fair order.
             const candidates = DeliveryIsolation.endpointsToClaim(
               yield* backlogs(now, null),
               now,
-              limit,
+              Number.MAX_SAFE_INTEGER,
               isolation
             )
             if (candidates.length === 0) return []
             return yield* sql.withTransaction(
               Effect.gen(function* () {
-                const locked = (
-                  yield* sql<Row>`SELECT c.webhook_id FROM unnest(string_to_array(${idList(candidates)}, ',')) AS c(webhook_id)
-                    WHERE pg_try_advisory_xact_lock(hashtextextended('intake:claim:' || c.webhook_id, 0))`
-                ).map((row) => row.webhook_id as string)
+                const locked =
+                  (yield* sql<Row>`SELECT c.webhook_id FROM unnest(string_to_array(${idList(candidates)}, ',')) AS c(webhook_id)
+                    WHERE pg_try_advisory_xact_lock(hashtextextended('intake:claim:' || c.webhook_id, 0))`).map(
+                    (row) => row.webhook_id as string
+                  )
                 if (locked.length === 0) return []
                 // New statements, new snapshots: every claim that held these locks before is seen.
                 const fresh = yield* backlogs(now, locked)

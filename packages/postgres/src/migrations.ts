@@ -212,7 +212,7 @@ export const migrations: ReadonlyArray<Migration> = [
       // The few claimed jobs, so that the next due time is two index look-ups, not a scan of the backlog.
       `CREATE INDEX summary_jobs_claimed ON summary_jobs (lease_until) WHERE claim_token IS NOT NULL`
     ]
-    },
+  },
   {
     id: 5,
     name: "webhook isolation",

@@ -217,7 +217,11 @@ export const fairOrder = <A>(turns: ReadonlyArray<EndpointTurn<A>>, limit: numbe
         .map((turn) => ({ ...turn, key: turn.webhookId }))
         .sort(byHead)
         .map((turn) => turn.attempts)
-      return { key, headDueAt: Math.min(...group.map((turn) => turn.headDueAt)), sequence: roundRobin(endpoints) }
+      return {
+        key,
+        headDueAt: Math.min(...group.map((turn) => turn.headDueAt)),
+        sequence: roundRobin(endpoints)
+      }
     })
     .sort(byHead)
   return roundRobin(workspaces.map((workspace) => workspace.sequence)).slice(0, Math.max(0, limit))
@@ -287,7 +291,9 @@ export const planClaim = <A extends { readonly webhookId: string }>(
   const nextSendAt = backlogs.flatMap((backlog) => {
     const count = taken.get(backlog.webhookId) ?? 0
     const at = nextSendAfterClaim(backlog, now, count)
-    return backlog.rateLimit !== null && count > 0 && at !== null ? [{ webhookId: backlog.webhookId, at }] : []
+    return backlog.rateLimit !== null && count > 0 && at !== null
+      ? [{ webhookId: backlog.webhookId, at }]
+      : []
   })
   return { attempts, nextSendAt }
 }

@@ -304,7 +304,12 @@ export const DeliveriesLive = Layer.effect(
         const finished = finishedAttempt(attempt, result, null)
         yield* uow.transaction(
           Effect.zipRight(
-            repository.recordOutcome(endpoint.id, outcomeOf(result), settings.disableAfterMs, settings.isolation),
+            repository.recordOutcome(
+              endpoint.id,
+              outcomeOf(result),
+              settings.disableAfterMs,
+              settings.isolation
+            ),
             repository.insertFinished(finished)
           )
         )
