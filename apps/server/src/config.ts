@@ -2,8 +2,8 @@
  * The server's configuration (decisions.md section 9), read through effect `Config` so a
  * bad value fails at start with the variable's name.
  */
-import { ClientAddress, RetrySchedule } from "@intake/domain"
-import { logLevelConfig, type SummarizerConfig, summarizerConfig } from "@intake/worker"
+import { ClientAddress, type DeliveryIsolation, RetrySchedule } from "@intake/domain"
+import { isolationConfig, logLevelConfig, type SummarizerConfig, summarizerConfig } from "@intake/worker"
 import { Config, ConfigError, Duration, Either, type LogLevel, Option, Redacted } from "effect"
 import { type CorsOrigins, parseCorsOrigins } from "./cors.js"
 
@@ -18,6 +18,8 @@ export interface ServerConfig {
   readonly webhookAllowPrivateNetworks: boolean
   readonly webhookRetrySchedule: ReadonlyArray<Duration.Duration>
   readonly webhookDisableAfter: Duration.Duration
+  /** WEBHOOK_ENDPOINT_CONCURRENCY, WEBHOOK_CIRCUIT_…: per-endpoint isolation (docs/webhooks.md). */
+  readonly webhookIsolation: DeliveryIsolation.IsolationPolicy
   /** INTAKE_KEY_CACHE_TTL: how long an instance trusts a cached key (the domain caps it at 60 s). */
   readonly keyCacheTtl: Duration.Duration
   /** LOG_LEVEL: debug, info (default), warning, error or none. */
@@ -89,6 +91,7 @@ export const serverConfig: Config.Config<ServerConfig> = Config.all({
   ),
   webhookRetrySchedule: schedule,
   webhookDisableAfter: duration("WEBHOOK_DISABLE_AFTER", "5d"),
+  webhookIsolation: isolationConfig,
   keyCacheTtl: duration("INTAKE_KEY_CACHE_TTL", "60s"),
   logLevel: logLevelConfig,
   requestTimeout: duration("REQUEST_TIMEOUT", "30s"),

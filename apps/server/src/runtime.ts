@@ -8,7 +8,12 @@
  */
 import * as Path from "node:path"
 import type { SqlClient } from "@effect/sql"
-import { type AccessSettings, makeUseCasesLayer, WebhookSettings } from "@intake/domain"
+import {
+  type AccessSettings,
+  type DeliveryIsolation,
+  makeUseCasesLayer,
+  WebhookSettings
+} from "@intake/domain"
 import { MemoryPortsLive } from "@intake/memory"
 import {
   databaseIsEmpty,
@@ -43,6 +48,8 @@ export interface RuntimeOptions {
   readonly webhookRetrySchedule?: ReadonlyArray<number>
   /** WEBHOOK_DISABLE_AFTER in milliseconds; 5 days when omitted. */
   readonly webhookDisableAfterMs?: number
+  /** WEBHOOK_ENDPOINT_CONCURRENCY, WEBHOOK_CIRCUIT_…; the domain's defaults when omitted. */
+  readonly webhookIsolation?: DeliveryIsolation.IsolationPolicy
   /** The in-process dispatcher (and summary runner, with a model summarizer); on unless `false`. */
   readonly dispatcher?: false | { readonly concurrency?: number; readonly pollIntervalMs?: number }
   /** INTAKE_SUMMARIZER…: the built-in summarizer when omitted. */
@@ -94,7 +101,8 @@ const withUseCases = <ROut, E>(ports: Layer.Layer<ROut, E>, options: RuntimeOpti
           : { retrySchedule: options.webhookRetrySchedule }),
         ...(options.webhookDisableAfterMs === undefined
           ? {}
-          : { disableAfterMs: options.webhookDisableAfterMs })
+          : { disableAfterMs: options.webhookDisableAfterMs }),
+        ...(options.webhookIsolation === undefined ? {} : { isolation: options.webhookIsolation })
       }
     })
   ).pipe(

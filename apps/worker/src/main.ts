@@ -32,7 +32,8 @@ const program = Effect.gen(function* () {
     settings: {
       retrySchedule: config.retrySchedule,
       disableAfterMs: config.disableAfterMs,
-      leaseMs: config.leaseMs
+      leaseMs: config.leaseMs,
+      isolation: config.isolation
     }
   }).pipe(
     Layer.provideMerge(
