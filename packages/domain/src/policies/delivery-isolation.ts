@@ -13,7 +13,7 @@ export interface IsolationPolicy {
   readonly circuitFailures: number
   /** WEBHOOK_CIRCUIT_COOLDOWN: how long the circuit first stays open. */
   readonly cooldownMs: number
-  /** WEBHOOK_CIRCUIT_COOLDOWN_MAX: the longest it stays open; each failed probe doubles the wait up to this. */
+  /** WEBHOOK_CIRCUIT_COOLDOWN_MAX: the longest it stays open (it stays open as long as the endpoint has been failing). */
   readonly maxCooldownMs: number
 }
 
@@ -58,27 +58,32 @@ export const circuitState = (endpoint: CircuitFields, now: number): CircuitState
   endpoint.circuitOpenUntil === null ? "closed" : now < endpoint.circuitOpenUntil ? "open" : "half_open"
 
 /**
- * How long the circuit stays open after the `consecutiveFails`-th failure in a row: the
- * cool-down at the threshold, doubled with each failure past it, at most the maximum.
+ * How long the circuit stays open when the endpoint has been failing for `failingForMs`:
+ * as long again (so each failed probe about doubles the wait), at least the cool-down, at
+ * most the maximum. Counting time rather than failures, the attempts that were in flight
+ * when the circuit opened do not stretch it when they fail too.
  */
-export const cooldownMs = (consecutiveFails: number, policy: IsolationPolicy): number => {
-  const doublings = Math.max(0, consecutiveFails - policy.circuitFailures)
-  // 2^31 ms is 24 days: beyond any maximum, and no overflow.
-  return Math.min(policy.maxCooldownMs, policy.cooldownMs * 2 ** Math.min(doublings, 31))
-}
+export const cooldownMs = (failingForMs: number, policy: IsolationPolicy): number =>
+  Math.min(policy.maxCooldownMs, Math.max(policy.cooldownMs, failingForMs))
 
 /**
  * `circuitOpenUntil` after an attempt that finished at `finishedAt`, given the endpoint's
- * failure streak counted with it (`consecutiveFails`): a success closes the circuit; a
- * failure that brings the streak to the threshold, or a failed probe, opens it.
+ * failure streak counted with it (`consecutiveFails`, failing since `failingSince`): a
+ * success closes the circuit; a failure at or past the threshold opens it from then.
  */
 export const circuitAfterAttempt = (
-  outcome: { readonly ok: boolean; readonly consecutiveFails: number; readonly finishedAt: number },
+  outcome: {
+    readonly ok: boolean
+    readonly consecutiveFails: number
+    readonly failingSince: number | null
+    readonly finishedAt: number
+  },
   policy: IsolationPolicy
 ): number | null =>
   outcome.ok || outcome.consecutiveFails < policy.circuitFailures
     ? null
-    : outcome.finishedAt + cooldownMs(outcome.consecutiveFails, policy)
+    : outcome.finishedAt +
+      cooldownMs(outcome.finishedAt - (outcome.failingSince ?? outcome.finishedAt), policy)
 
 // ---------------------------------------------------------------- rate limit
 

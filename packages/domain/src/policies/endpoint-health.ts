@@ -10,7 +10,7 @@ import { circuitAfterAttempt, DEFAULT_ISOLATION, type IsolationPolicy } from "./
 
 /**
  * Also moves the circuit breaker (policies/delivery-isolation.ts): a success closes it; a
- * failure that reaches the threshold, or a failed probe, opens it from the attempt's end.
+ * failure at or past the threshold (a failed probe too) opens it from the attempt's end.
  */
 export const afterAttempt = (
   endpoint: WebhookEndpoint,
@@ -38,7 +38,7 @@ export const afterAttempt = (
     consecutiveFails,
     failingSince,
     circuitOpenUntil: circuitAfterAttempt(
-      { ok: false, consecutiveFails, finishedAt: outcome.at + (outcome.durationMs ?? 0) },
+      { ok: false, consecutiveFails, failingSince, finishedAt: outcome.at + (outcome.durationMs ?? 0) },
       isolation
     ),
     ...((gone || failedTooLong) && endpoint.status !== "disabled"

@@ -46,17 +46,43 @@ describe("circuit breaker", () => {
     expect(circuitState({ consecutiveFails: 5, circuitOpenUntil: 100 }, 10_000)).toBe("half_open")
   })
 
-  it("cools down for the base time at the threshold, doubling per further failure, up to the maximum", () => {
-    expect([4, 5, 6, 7, 8, 9, 40, 10_000].map((fails) => cooldownMs(fails, policy))).toEqual([
-      30_000, 30_000, 60_000, 120_000, 240_000, 240_000, 240_000, 240_000
-    ])
+  it("stays open as long as the endpoint has been failing, at least the cool-down, at most the maximum", () => {
+    expect(
+      [0, 10_000, 30_000, 45_000, 120_000, 240_000, 10_000_000].map((ms) => cooldownMs(ms, policy))
+    ).toEqual([30_000, 30_000, 30_000, 45_000, 120_000, 240_000, 240_000])
   })
 
   it("opens at the threshold's failure, from the attempt's end; stays closed below it; a success closes it", () => {
-    expect(circuitAfterAttempt({ ok: false, consecutiveFails: 4, finishedAt: 1_000 }, policy)).toBeNull()
-    expect(circuitAfterAttempt({ ok: false, consecutiveFails: 5, finishedAt: 1_000 }, policy)).toBe(31_000)
-    expect(circuitAfterAttempt({ ok: false, consecutiveFails: 6, finishedAt: 1_000 }, policy)).toBe(61_000)
-    expect(circuitAfterAttempt({ ok: true, consecutiveFails: 0, finishedAt: 1_000 }, policy)).toBeNull()
+    const failing = { ok: false, failingSince: 0, finishedAt: 40_000 }
+    expect(circuitAfterAttempt({ ...failing, consecutiveFails: 4 }, policy)).toBeNull()
+    expect(circuitAfterAttempt({ ...failing, consecutiveFails: 5 }, policy)).toBe(80_000)
+    // Failing for 5 s only: the cool-down's 30 s.
+    expect(circuitAfterAttempt({ ...failing, failingSince: 35_000, consecutiveFails: 5 }, policy)).toBe(
+      70_000
+    )
+    expect(
+      circuitAfterAttempt({ ok: true, consecutiveFails: 0, failingSince: null, finishedAt: 1_000 }, policy)
+    ).toBeNull()
+  })
+
+  it("a failed probe about doubles the wait; attempts in flight when it opened do not stretch it", () => {
+    // Failing since 0; the circuit opens when the 5th failure ends at 20 s: open until 50 s.
+    const open = circuitAfterAttempt(
+      { ok: false, consecutiveFails: 5, failingSince: 0, finishedAt: 20_000 },
+      policy
+    )
+    expect(open).toBe(50_000)
+    // Three more of the same batch fail a moment later: about the same time, not 8 times longer.
+    expect(
+      circuitAfterAttempt({ ok: false, consecutiveFails: 8, failingSince: 0, finishedAt: 20_050 }, policy)
+    ).toBe(50_050)
+    // The probe at 50 s fails at 60 s: open for 60 s more; the next one at 120 s for 120 s more.
+    expect(
+      circuitAfterAttempt({ ok: false, consecutiveFails: 9, failingSince: 0, finishedAt: 60_000 }, policy)
+    ).toBe(120_000)
+    expect(
+      circuitAfterAttempt({ ok: false, consecutiveFails: 10, failingSince: 0, finishedAt: 130_000 }, policy)
+    ).toBe(130_000 + 130_000)
   })
 })
 
