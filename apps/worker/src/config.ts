@@ -31,7 +31,7 @@ const atLeastOne = (name: string, fallback: number) =>
 
 /**
  * The per-endpoint isolation (docs/webhooks.md, "Isolation"): WEBHOOK_ENDPOINT_CONCURRENCY
- * (attempts of one endpoint in flight across every dispatcher, default 4),
+ * (attempts of one endpoint in flight across every dispatcher, default 8),
  * WEBHOOK_CIRCUIT_FAILURES (failures in a row that open its circuit, default 5),
  * WEBHOOK_CIRCUIT_COOLDOWN (how long it first stays open, default 30s) and
  * WEBHOOK_CIRCUIT_COOLDOWN_MAX (the longest, default 1h). Server and worker read the same.

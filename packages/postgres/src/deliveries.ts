@@ -23,7 +23,16 @@ import {
 } from "@intake/domain"
 import { Effect, Layer, Option, Queue, Schedule, Stream } from "effect"
 import { afterPosition, pageFrom } from "./paging.js"
-import { type Row, stored, toDate, toDateOrNull, toMillis, toMillisOrNull, toNumber } from "./storage.js"
+import {
+  fromJson,
+  type Row,
+  stored,
+  toDate,
+  toDateOrNull,
+  toMillis,
+  toMillisOrNull,
+  toNumber
+} from "./storage.js"
 import { endpointFromRow } from "./webhooks.js"
 
 const deliveryFromRow = (row: Row): Delivery => ({
@@ -71,8 +80,9 @@ export const PgDeliveryRepository = Layer.effect(
     /**
      * The backlogs at `now` of the endpoints with pending attempts (all of them, or those
      * of `only`): a walk over the distinct webhook ids of the queue index, one probe each.
+     * With `waitingMax`, also up to that many of each one's waiting attempts due by `now`.
      */
-    const backlogs = (now: number, only: ReadonlyArray<string> | null) => {
+    const backlogs = (now: number, only: ReadonlyArray<string> | null, waitingMax = 0) => {
       const at = toDate(now)
       const queued =
         only === null
@@ -84,6 +94,14 @@ export const PgDeliveryRepository = Layer.effect(
                 FROM walk WHERE walk.webhook_id IS NOT NULL)
               SELECT webhook_id FROM walk WHERE webhook_id IS NOT NULL`
           : sql`SELECT unnest(string_to_array(${idList(only)}, ',')) AS webhook_id`
+      const waiting =
+        waitingMax === 0
+          ? sql`'[]'::json`
+          : sql`(SELECT coalesce(json_agg(w ORDER BY w.due_at, w.id), '[]'::json) FROM (
+              SELECT * FROM deliveries d
+              WHERE d.webhook_id = q.webhook_id AND d.due_at <= ${at}
+                AND (d.lease_until IS NULL OR d.lease_until <= ${at})
+              ORDER BY d.due_at, d.id LIMIT ${waitingMax}) w)`
       return Effect.map(
         sql<Row>`SELECT q.webhook_id, e.workspace_id, e.consecutive_fails, e.circuit_open_until, e.rate_limit,
             p.next_send_at,
@@ -94,14 +112,18 @@ export const PgDeliveryRepository = Layer.effect(
             (SELECT d.due_at FROM deliveries d
               WHERE d.webhook_id = q.webhook_id AND d.due_at IS NOT NULL
                 AND (d.lease_until IS NULL OR d.lease_until <= ${at})
-              ORDER BY d.due_at, d.id LIMIT 1) AS head_due_at
+              ORDER BY d.due_at, d.id LIMIT 1) AS head_due_at,
+            ${waiting} AS waiting
           FROM (${queued}) q
           LEFT JOIN webhook_endpoints e ON e.id = q.webhook_id
           LEFT JOIN webhook_pacing p ON p.webhook_id = q.webhook_id`,
-        (rows) =>
-          rows.map(
-            (row): DeliveryIsolation.EndpointBacklog => ({
-              webhookId: row.webhook_id as string,
+        (rows) => {
+          const waitingBy = new Map<string, ReadonlyArray<Delivery>>()
+          const list = rows.map((row): DeliveryIsolation.EndpointBacklog => {
+            const webhookId = row.webhook_id as string
+            waitingBy.set(webhookId, fromJson<ReadonlyArray<Row>>(row.waiting).map(deliveryFromRow))
+            return {
+              webhookId,
               workspaceId: (row.workspace_id as string | null) ?? null,
               consecutiveFails: row.consecutive_fails === null ? 0 : toNumber(row.consecutive_fails),
               circuitOpenUntil: toMillisOrNull(row.circuit_open_until),
@@ -110,41 +132,12 @@ export const PgDeliveryRepository = Layer.effect(
               inFlight: toNumber(row.in_flight),
               headDueAt: toMillisOrNull(row.head_due_at),
               firstLeaseEnd: toMillisOrNull(row.first_lease_end)
-            })
-          )
-      )
-    }
-
-    /** Each endpoint's waiting attempts due by `now`, earliest first, at most `max` of each. */
-    const waitingOf = (webhookIds: ReadonlyArray<string>, now: number, max: number) =>
-      Effect.map(
-        sql<Row>`SELECT d.* FROM unnest(string_to_array(${idList(webhookIds)}, ',')) AS c(webhook_id)
-          CROSS JOIN LATERAL (
-            SELECT * FROM deliveries d
-            WHERE d.webhook_id = c.webhook_id AND d.due_at <= ${toDate(now)}
-              AND (d.lease_until IS NULL OR d.lease_until <= ${toDate(now)})
-            ORDER BY d.due_at, d.id LIMIT ${max}) d`,
-        (rows) => {
-          const byEndpoint = new Map<string, Array<Row>>()
-          for (const row of rows) {
-            const list = byEndpoint.get(row.webhook_id as string)
-            if (list === undefined) byEndpoint.set(row.webhook_id as string, [row])
-            else list.push(row)
-          }
-          const sorted = new Map<string, Array<Delivery>>()
-          for (const [webhookId, list] of byEndpoint)
-            sorted.set(
-              webhookId,
-              list
-                .sort(
-                  (a, b) =>
-                    toMillis(a.due_at) - toMillis(b.due_at) || ((a.id as string) < (b.id as string) ? -1 : 1)
-                )
-                .map(deliveryFromRow)
-            )
-          return (webhookId: string) => sorted.get(webhookId) ?? []
+            }
+          })
+          return { list, waiting: (webhookId: string) => waitingBy.get(webhookId) ?? [] }
         }
       )
+    }
 
     const insert = (rows: ReadonlyArray<ReturnType<typeof deliveryRow>>) =>
       rows.length === 0 ? Effect.void : Effect.asVoid(sql`INSERT INTO deliveries ${sql.insert(rows)}`)
@@ -179,7 +172,7 @@ export const PgDeliveryRepository = Layer.effect(
           Effect.gen(function* () {
             // A first look, without locks: which endpoints are worth locking, in the fair order.
             const candidates = DeliveryIsolation.endpointsToClaim(
-              yield* backlogs(now, null),
+              (yield* backlogs(now, null)).list,
               now,
               Number.MAX_SAFE_INTEGER,
               isolation
@@ -193,21 +186,26 @@ export const PgDeliveryRepository = Layer.effect(
                     (row) => row.webhook_id as string
                   )
                 if (locked.length === 0) return []
-                // New statements, new snapshots: every claim that held these locks before is seen.
-                const fresh = yield* backlogs(now, locked)
-                const waiting = yield* waitingOf(locked, now, Math.max(1, isolation.maxInFlight))
-                const plan = DeliveryIsolation.planClaim(fresh, waiting, now, limit, isolation)
+                // A new statement, a new snapshot: every claim that held these locks before is seen.
+                const fresh = yield* backlogs(now, locked, Math.max(1, isolation.maxInFlight))
+                const plan = DeliveryIsolation.planClaim(fresh.list, fresh.waiting, now, limit, isolation)
                 if (plan.attempts.length === 0) return []
-                const leased = yield* sql<Row>`UPDATE deliveries
+                const lease = sql`UPDATE deliveries
                   SET lease_until = ${toDate(now + leaseMs)}, claim_token = ${claimToken}
                   WHERE ${sql.in(
                     "id",
                     plan.attempts.map((d) => d.id)
                   )} AND due_at IS NOT NULL AND (lease_until IS NULL OR lease_until <= ${toDate(now)})
                   RETURNING id`
-                for (const { webhookId, at } of plan.nextSendAt)
-                  yield* sql`INSERT INTO webhook_pacing (webhook_id, next_send_at) VALUES (${webhookId}, ${toDate(at)})
-                    ON CONFLICT (webhook_id) DO UPDATE SET next_send_at = EXCLUDED.next_send_at`
+                // The rate limits' next sends in the same statement: one round trip.
+                const leased =
+                  plan.nextSendAt.length === 0
+                    ? yield* sql<Row>`${lease}`
+                    : yield* sql<Row>`WITH leased AS (${lease}), paced AS (
+                        INSERT INTO webhook_pacing (webhook_id, next_send_at)
+                        VALUES ${sql.csv(plan.nextSendAt.map(({ webhookId, at }) => sql`(${webhookId}, ${toDate(at)})`))}
+                        ON CONFLICT (webhook_id) DO UPDATE SET next_send_at = EXCLUDED.next_send_at)
+                      SELECT id FROM leased`
                 const taken = new Set(leased.map((row) => row.id as string))
                 // In the fair order the plan made.
                 return plan.attempts.filter((d) => taken.has(d.id))
@@ -249,7 +247,7 @@ export const PgDeliveryRepository = Layer.effect(
       nextDueAt: (now, isolation = DeliveryIsolation.DEFAULT_ISOLATION) =>
         stored("deliveries.nextDueAt")(
           Effect.map(backlogs(now, null), (all) =>
-            Option.fromNullable(DeliveryIsolation.earliestClaimableAt(all, now, isolation))
+            Option.fromNullable(DeliveryIsolation.earliestClaimableAt(all.list, now, isolation))
           )
         ),
       findInWebhook: (webhookId, id) =>

@@ -18,7 +18,7 @@ export interface IsolationPolicy {
 }
 
 export const DEFAULT_ISOLATION: IsolationPolicy = {
-  maxInFlight: 4,
+  maxInFlight: 8,
   circuitFailures: 5,
   cooldownMs: 30_000,
   maxCooldownMs: 3_600_000
