@@ -215,6 +215,22 @@ export const migrations: ReadonlyArray<Migration> = [
   },
   {
     id: 5,
+    name: "delivery log filters and recovery",
+    statements: [
+      // When the request left for the receiver; null while pending and for attempts never
+      // sent (skipped, dropped). Attempts logged before this migration keep null.
+      `ALTER TABLE deliveries ADD COLUMN sent_at timestamptz(3)`,
+      // The log's filters, each in the list order (docs/webhooks.md, The delivery log).
+      `CREATE INDEX deliveries_status ON deliveries (webhook_id, status, created_at DESC, id DESC)`,
+      `CREATE INDEX deliveries_event_type ON deliveries (webhook_id, event_type, created_at DESC, id DESC)`,
+      // A submission's events (the log's submission_id filter).
+      `CREATE INDEX domain_events_submission ON domain_events (submission_id)`,
+      // A workspace's events in order of occurrence (recovery's window).
+      `CREATE INDEX domain_events_workspace ON domain_events (workspace_id, created_at, id)`
+    ]
+  },
+  {
+    id: 6,
     name: "webhook isolation",
     statements: [
       // docs/webhooks.md, "Isolation": the receiver's rate limit (deliveries per second, null
