@@ -15,7 +15,12 @@ import {
   summarizerLayers,
   watchDatabase
 } from "@intake/delivery"
-import { type AccessSettings, type DeliveryIsolation, makeUseCasesLayer, WebhookSettings } from "@intake/domain"
+import {
+  type AccessSettings,
+  type DeliveryIsolation,
+  makeUseCasesLayer,
+  WebhookSettings
+} from "@intake/domain"
 import { InProcessLive, MemoryPortsLive } from "@intake/memory"
 import { NodePlatformLive } from "@intake/node"
 import {

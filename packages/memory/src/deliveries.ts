@@ -1,8 +1,8 @@
 /** Memory adapters of the delivery queue and log, and of the dispatcher wake-up signal. */
 import {
   type Delivery,
-  DeliveryIsolation,
   type DeliveryFilter,
+  DeliveryIsolation,
   DeliveryRepository,
   DeliveryWakeups,
   EndpointHealth,

@@ -15,8 +15,8 @@ import { SqlClient } from "@effect/sql"
 import * as PgClient from "@effect/sql-pg/PgClient"
 import {
   type Delivery,
-  DeliveryIsolation,
   type DeliveryFilter,
+  DeliveryIsolation,
   DeliveryRepository,
   DeliveryWakeups,
   type DomainEvent,
