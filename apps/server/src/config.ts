@@ -22,6 +22,8 @@ export interface ServerConfig {
   readonly webhookDisableAfter: Duration.Duration
   /** WEBHOOK_ENDPOINT_CONCURRENCY, WEBHOOK_CIRCUIT_…: per-endpoint isolation (docs/webhooks.md). */
   readonly webhookIsolation: DeliveryIsolation.IsolationPolicy
+  /** WEBHOOK_RETENTION: finished attempts and events older than this are purged (default 30 d). */
+  readonly webhookRetention: Duration.Duration
   /** INTAKE_KEY_CACHE_TTL: how long an instance trusts a cached key (the domain caps it at 60 s). */
   readonly keyCacheTtl: Duration.Duration
   /** LOG_LEVEL: debug, info (default), warning, error or none. */
@@ -111,6 +113,7 @@ export const serverConfig: Config.Config<ServerConfig> = Config.all({
   webhookRetrySchedule: schedule,
   webhookDisableAfter: duration("WEBHOOK_DISABLE_AFTER", "5d"),
   webhookIsolation: isolationConfig,
+  webhookRetention: duration("WEBHOOK_RETENTION", RetrySchedule.DEFAULT_RETENTION),
   keyCacheTtl: duration("INTAKE_KEY_CACHE_TTL", "60s"),
   logLevel: logLevelConfig,
   requestTimeout: duration("REQUEST_TIMEOUT", "30s"),

@@ -181,6 +181,25 @@ export const v1Routes: ReadonlyArray<Route<V1Services>> = [
     v1
   ),
   serve(
+    Api.rotateWebhookSecret,
+    ({ principal, path, payload }) =>
+      Effect.zipWith(
+        Effect.flatMap(Webhooks, (webhooks) =>
+          webhooks.rotateSecret(
+            principal.workspace.id,
+            path.id,
+            payload.grace_period_seconds === undefined
+              ? {}
+              : { gracePeriodSeconds: payload.grace_period_seconds }
+          )
+        ),
+        Clock.currentTimeMillis,
+        // The new secret, shown this once (as by create); a replay with the same key answers it again.
+        (webhook, now) => ({ webhook: Api.webhookWithSecretToWire(webhook, now) })
+      ),
+    { ...v1, optionalBody: true }
+  ),
+  serve(
     Api.testWebhook,
     ({ principal, path }) =>
       Effect.map(

@@ -31,6 +31,7 @@ const program = Effect.gen(function* () {
       webhookRetrySchedule: config.webhookRetrySchedule.map(Duration.toMillis),
       webhookDisableAfterMs: Duration.toMillis(config.webhookDisableAfter),
       webhookIsolation: config.webhookIsolation,
+      webhookRetentionMs: Duration.toMillis(config.webhookRetention),
       summarizer: config.summarizer
     }
   )

@@ -162,7 +162,15 @@ export interface ServeOptions {
   readonly answersRepeat?: boolean
   /** The operation calls out (sends a webhook): idempotency must keep it outside any transaction. */
   readonly callsOut?: boolean
+  /** The body may be left out (no Content-Type, no bytes): it is then decoded as `{}`. */
+  readonly optionalBody?: boolean
 }
+
+/** A request that sends no body at all: no Content-Type, no length (or 0), not chunked. */
+const sendsNoBody = (request: IncomingRequest) =>
+  request.headers["content-type"] === undefined &&
+  request.headers["transfer-encoding"] === undefined &&
+  (request.headers["content-length"] === undefined || request.headers["content-length"] === "0")
 
 /**
  * One endpoint of packages/api served by `handler`, which receives the decoded path,
@@ -236,7 +244,9 @@ export const serve = <
         : ({} as U)
       let raw: unknown
       let payload = undefined as B
-      if (Option.isSome(decodePayload)) {
+      if (Option.isSome(decodePayload) && options.optionalBody === true && sendsNoBody(request)) {
+        payload = yield* decodePayload.value({})
+      } else if (Option.isSome(decodePayload)) {
         raw = yield* readJsonBody(request)
         yield* rejectUnknownKeys(raw, known)
         payload = yield* decodePayload.value(raw)

@@ -11,6 +11,7 @@ import type { SqlClient } from "@effect/sql"
 import {
   deliveryEngine,
   dispatcherLayer,
+  historyPurgeLayer,
   type SummarizerConfig,
   summarizerLayers,
   watchDatabase
@@ -51,6 +52,8 @@ export interface RuntimeOptions {
   readonly webhookDisableAfterMs?: number
   /** WEBHOOK_ENDPOINT_CONCURRENCY, WEBHOOK_CIRCUIT_…; the domain's defaults when omitted. */
   readonly webhookIsolation?: DeliveryIsolation.IsolationPolicy
+  /** WEBHOOK_RETENTION in milliseconds; 30 days when omitted. */
+  readonly webhookRetentionMs?: number
   /** The in-process dispatcher (and summary runner, with a model summarizer); on unless `false`. */
   readonly dispatcher?: false | { readonly concurrency?: number; readonly pollIntervalMs?: number }
   /** INTAKE_SUMMARIZER…: the built-in summarizer when omitted. */
@@ -92,20 +95,20 @@ const withUseCases = <ROut, E>(ports: Layer.Layer<ROut, E>, options: RuntimeOpti
     onNone: () => ({ settings: Layer.empty, model: Option.none() }),
     onSome: summarizerLayers
   })
-  const useCases = Layer.merge(
+  const deliverySettings = {
+    ...(options.webhookRetrySchedule === undefined ? {} : { retrySchedule: options.webhookRetrySchedule }),
+    ...(options.webhookDisableAfterMs === undefined ? {} : { disableAfterMs: options.webhookDisableAfterMs }),
+    ...(options.webhookRetentionMs === undefined ? {} : { retentionMs: options.webhookRetentionMs }),
+    ...(options.webhookIsolation === undefined ? {} : { isolation: options.webhookIsolation })
+  }
+  const useCases = Layer.mergeAll(
     makeUseCasesLayer(options.access),
     deliveryEngine({
       allowPrivateNetworks: options.webhookAllowPrivateNetworks,
-      settings: {
-        ...(options.webhookRetrySchedule === undefined
-          ? {}
-          : { retrySchedule: options.webhookRetrySchedule }),
-        ...(options.webhookDisableAfterMs === undefined
-          ? {}
-          : { disableAfterMs: options.webhookDisableAfterMs }),
-        ...(options.webhookIsolation === undefined ? {} : { isolation: options.webhookIsolation })
-      }
-    })
+      settings: deliverySettings
+    }),
+    // Every process purges (as the idempotency records' purge): batches skip what another holds.
+    historyPurgeLayer(deliverySettings)
   ).pipe(
     Layer.provideMerge(
       Layer.mergeAll(

@@ -12,6 +12,7 @@ import {
   deliveryConfig,
   deliveryEngine,
   dispatcherLayer,
+  historyPurgeLayer,
   summarizerConfig,
   summarizerLayers,
   watchDatabase
@@ -42,7 +43,8 @@ const program = Effect.gen(function* () {
       retrySchedule: config.retrySchedule,
       disableAfterMs: config.disableAfterMs,
       leaseMs: config.leaseMs,
-      isolation: config.isolation
+      isolation: config.isolation,
+      retentionMs: config.retentionMs
     }
   }).pipe(
     Layer.provideMerge(
@@ -60,6 +62,7 @@ const program = Effect.gen(function* () {
   const worker = Layer.mergeAll(
     dispatcherLayer({ concurrency: config.concurrency, pollIntervalMs: config.pollIntervalMs }),
     watchDatabase(pingDatabase),
+    historyPurgeLayer({ retentionMs: config.retentionMs }),
     Option.match(summaries.model, { onNone: () => Layer.empty, onSome: ({ runner }) => runner })
   ).pipe(Layer.provide(engine))
   return yield* Effect.gen(function* () {

@@ -108,6 +108,7 @@ export const webhookToWire = (endpoint: WebhookEndpoint, now: number): WebhookWi
   rate_limit: endpoint.rateLimit,
   circuit: DeliveryIsolation.circuitState(endpoint, now),
   circuit_retry_at: isoOrNull(endpoint.circuitOpenUntil),
+  previous_secret_expires_at: isoOrNull(endpoint.previousSecretExpiresAt),
   created_at: isoTimestamp(endpoint.createdAt),
   updated_at: isoTimestamp(endpoint.updatedAt)
 })

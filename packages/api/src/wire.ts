@@ -328,6 +328,10 @@ const webhookFields = {
   circuit_retry_at: Schema.NullOr(Timestamp).annotations({
     description: "While the circuit is not closed: when the cool-down ends (or ended) and a probe may go."
   }),
+  previous_secret_expires_at: Schema.NullOr(Timestamp).annotations({
+    description:
+      "Until when the secret replaced by the last rotation still signs deliveries beside the current one; null when none does."
+  }),
   created_at: Timestamp,
   updated_at: Timestamp
 }
@@ -335,7 +339,7 @@ const webhookFields = {
 export const WebhookWire = Schema.Struct(webhookFields).annotations({ identifier: "Webhook" })
 export type WebhookWire = typeof WebhookWire.Type
 
-/** Only the create response carries the secret. */
+/** Only the create and rotate responses carry the secret. */
 export const WebhookWithSecretWire = Schema.Struct({ ...webhookFields, secret: Schema.String }).annotations({
   identifier: "WebhookWithSecret"
 })

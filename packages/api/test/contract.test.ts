@@ -32,6 +32,8 @@ const webhook: WebhookEndpoint = {
   description: "",
   intakeBotIds: [],
   secret: "whsec_c2VjcmV0",
+  previousSecret: null,
+  previousSecretExpiresAt: null,
   lastDeliveryAt: null,
   lastDeliveryOk: null,
   consecutiveFails: 0,
@@ -77,6 +79,7 @@ describe("the OpenAPI documents", () => {
       "/v1/webhooks/{id}/deliveries/{deliveryId}",
       "/v1/webhooks/{id}/deliveries/{deliveryId}/redeliver",
       "/v1/webhooks/{id}/recover",
+      "/v1/webhooks/{id}/secret/rotate",
       "/v1/webhooks/{id}/test"
     ])
     expect(served.components.securitySchemes).toMatchObject({ bearer: { type: "http", scheme: "bearer" } })

@@ -6,6 +6,7 @@
 import { randomUUID } from "node:crypto"
 import {
   DeliveriesLive,
+  DeliveryHistoryPurgeLive,
   DeliveryIsolation,
   DeliverySettings,
   type DeliverySettingsValues,
@@ -60,6 +61,8 @@ export interface DeliveryConfig {
    */
   readonly leaseMs: number
   readonly isolation: DeliveryIsolation.IsolationPolicy
+  /** WEBHOOK_RETENTION: finished attempts and events older than this are purged (default 30d). */
+  readonly retentionMs: number
 }
 
 export const deliveryConfig: Config.Config<DeliveryConfig> = Config.all({
@@ -79,7 +82,8 @@ export const deliveryConfig: Config.Config<DeliveryConfig> = Config.all({
   ),
   pollIntervalMs: millis("WEBHOOK_POLL_INTERVAL", "1s"),
   leaseMs: millis("WEBHOOK_LEASE", "60s"),
-  isolation: isolationConfig
+  isolation: isolationConfig,
+  retentionMs: millis("WEBHOOK_RETENTION", RetrySchedule.DEFAULT_RETENTION)
 })
 
 export interface DeliveryEngineOptions {
@@ -103,6 +107,10 @@ export const deliveryEngine = (options: DeliveryEngineOptions) =>
     ),
     Layer.provide(DeliverySettings.layer(options.settings ?? {}))
   )
+
+/** The retention purge (docs/choices.md, "Data kept") with these settings; needs DeliveryRepository. */
+export const historyPurgeLayer = (settings: Partial<DeliverySettingsValues>) =>
+  DeliveryHistoryPurgeLive().pipe(Layer.provide(DeliverySettings.layer(settings)))
 
 /** A dispatcher running in the background for the layer's lifetime; stops gracefully with it. */
 export const dispatcherLayer = (options: Omit<DispatcherOptions, "claimToken">) =>

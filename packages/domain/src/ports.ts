@@ -225,7 +225,21 @@ export class WebhookRepository extends Context.Tag("@intake/WebhookRepository")<
   {
     /** Inserts unless the workspace already has `max` endpoints; atomic under concurrency. */
     readonly insertWithinCap: (endpoint: WebhookEndpoint, max: number) => Stored<void, PlanLimitExceeded>
+    /** Writes the endpoint's fields except its secrets, which only `rotateSecret` changes. */
     readonly update: (endpoint: WebhookEndpoint) => Stored<void>
+    /**
+     * Makes `secret` the endpoint's secret in one atomic write: the current one becomes the
+     * previous secret until `previousExpiresAt` (an older previous one is dropped), or is
+     * dropped at once when `previousExpiresAt` is null. Answers the endpoint as stored
+     * afterwards; none when it is not the workspace's.
+     */
+    readonly rotateSecret: (
+      workspaceId: string,
+      id: string,
+      secret: string,
+      previousExpiresAt: EpochMillis | null,
+      now: EpochMillis
+    ) => Stored<Option.Option<WebhookEndpoint>>
     readonly findInWorkspace: (workspaceId: string, id: string) => Stored<Option.Option<WebhookEndpoint>>
     readonly list: (workspaceId: string, page: PageRequest) => Stored<Page<WebhookEndpoint>>
     readonly delete: (workspaceId: string, id: string) => Stored<boolean>
@@ -470,6 +484,18 @@ export interface AttemptOutcome {
   readonly durationMs?: number
 }
 
+/** An endpoint after recordOutcome, and its status before: tells who disabled it. */
+export interface OutcomeRecorded {
+  readonly endpoint: WebhookEndpoint
+  readonly previousStatus: WebhookEndpoint["status"]
+}
+
+/** What one retention purge deleted. */
+export interface PurgedHistory {
+  readonly deliveries: number
+  readonly events: number
+}
+
 /**
  * Delivery attempts and the queue of pending ones. A pending attempt is due at a time
  * and, once claimed, leased to one dispatcher until the lease ends: a dispatcher that
@@ -548,14 +574,20 @@ export class DeliveryRepository extends Context.Tag("@intake/DeliveryRepository"
     /**
      * Applies an attempt's outcome to the endpoint's delivery state atomically (last
      * delivery, failure streak, auto-disable after `disableAfterMs` or on 410); answers
-     * the endpoint as stored afterwards, none when it was deleted.
+     * the endpoint as stored afterwards with its status before, none when it was deleted.
      */
     readonly recordOutcome: (
       webhookId: string,
       outcome: AttemptOutcome,
       disableAfterMs: number,
       isolation?: IsolationPolicy
-    ) => Stored<Option.Option<WebhookEndpoint>>
+    ) => Stored<Option.Option<OutcomeRecorded>>
+    /**
+     * Retention (docs/choices.md, "Data kept"): deletes the finished attempts created before
+     * `before`, and the events created before it that have no pending attempt, at most
+     * `batchSize` rows per statement, until none is left. A pending attempt is never deleted.
+     */
+    readonly purgeOlderThan: (before: EpochMillis, batchSize: number) => Stored<PurgedHistory>
   }
 >() {}
 

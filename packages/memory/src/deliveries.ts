@@ -196,7 +196,48 @@ export const MemoryDeliveryRepository = Layer.effect(
           if (endpoint === undefined) return Option.none()
           const updated = EndpointHealth.afterAttempt(endpoint, outcome, disableAfterMs, isolation)
           write.set(t.webhooks, webhookId, updated)
-          return Option.some(updated)
+          return Option.some({ endpoint: updated, previousStatus: endpoint.status })
+        }),
+      // In batches, as on PostgreSQL (one unit of work each), so that other work interleaves.
+      purgeOlderThan: (before, batchSize) =>
+        Effect.gen(function* () {
+          const inBatches = (
+            pick: (t: Tables) => Iterable<string>,
+            table: (t: Tables) => Map<string, unknown>
+          ) =>
+            Effect.gen(function* () {
+              let total = 0
+              for (;;) {
+                const purged = yield* db.run((t, write) => {
+                  let deleted = 0
+                  for (const id of pick(t)) {
+                    if (deleted >= batchSize) break
+                    write.remove(table(t), id)
+                    deleted++
+                  }
+                  return deleted
+                })
+                total += purged
+                if (purged < batchSize) return total
+              }
+            })
+          const deliveries = yield* inBatches(
+            (t) =>
+              [...t.deliveries.values()]
+                .filter((delivery) => delivery.createdAt < before && !t.deliveryQueue.has(delivery.id))
+                .map((delivery) => delivery.id),
+            (t) => t.deliveries
+          )
+          const events = yield* inBatches(
+            (t) => {
+              const pending = new Set([...t.deliveryQueue.keys()].map((id) => t.deliveries.get(id)?.eventId))
+              return [...t.events.values()]
+                .filter((event) => event.createdAt < before && !pending.has(event.id))
+                .map((event) => event.id)
+            },
+            (t) => t.events
+          )
+          return { deliveries, events }
         })
     })
   )

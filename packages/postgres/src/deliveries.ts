@@ -24,6 +24,7 @@ import {
   type ListPosition,
   noDeliveryFilter,
   type OccurrenceWindow,
+  type OutcomeRecorded,
   type PageRequest,
   type WebhookEndpoint
 } from "@intake/domain"
@@ -31,6 +32,7 @@ import { Effect, Layer, Option, Queue, Schedule, Stream } from "effect"
 import { afterPosition, pageFrom } from "./paging.js"
 import {
   fromJson,
+  purgedInBatches,
   type Row,
   stored,
   toDate,
@@ -66,6 +68,10 @@ export const eventFromRow = (row: Row): DomainEvent => ({
   intakeBotId: row.intake_bot_id as string,
   submissionId: row.submission_id as string,
   contactId: row.contact_id as string | null,
+  ...(row.webhook_id === null || row.webhook_id === undefined ? {} : { webhookId: row.webhook_id as string }),
+  ...(row.disabled_reason === null || row.disabled_reason === undefined
+    ? {}
+    : { disabledReason: row.disabled_reason as NonNullable<DomainEvent["disabledReason"]> }),
   createdAt: toMillis(row.created_at)
 })
 
@@ -126,9 +132,12 @@ export const recoverableEventsQuery = (
       sql`e.created_at >= ${toDate(window.since)}`,
       sql`e.created_at <= ${toDate(window.until)}`,
       sql`e.type IN ${sql.in([...endpoint.events])}`,
+      // As EventPayloads.endpointTakes: webhook.disabled ignores the bot filter and never goes
+      // to the endpoint it is about.
       ...(endpoint.intakeBotIds.length === 0
         ? []
-        : [sql`e.intake_bot_id IN ${sql.in([...endpoint.intakeBotIds])}`]),
+        : [sql`(e.type = 'webhook.disabled' OR e.intake_bot_id IN ${sql.in([...endpoint.intakeBotIds])})`]),
+      sql`e.webhook_id IS DISTINCT FROM ${endpoint.id}`,
       ...(after === null ? [] : [sql`(e.created_at, e.id) > (${toDate(after.createdAt)}, ${after.id})`]),
       sql`NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.webhook_id = ${endpoint.id} AND d.event_id = e.id
         AND d.status IN ('succeeded', 'pending'))`
@@ -375,16 +384,46 @@ export const PgDeliveryRepository = Layer.effect(
             Effect.gen(function* () {
               const [row] =
                 yield* sql<Row>`SELECT * FROM webhook_endpoints WHERE id = ${webhookId} FOR UPDATE`
-              if (row === undefined) return Option.none<WebhookEndpoint>()
-              const e = EndpointHealth.afterAttempt(endpointFromRow(row), outcome, disableAfterMs, isolation)
+              if (row === undefined) return Option.none<OutcomeRecorded>()
+              const before = endpointFromRow(row)
+              const e = EndpointHealth.afterAttempt(before, outcome, disableAfterMs, isolation)
               yield* sql`UPDATE webhook_endpoints SET status = ${e.status},
                   last_delivery_at = ${toDateOrNull(e.lastDeliveryAt)}, last_delivery_ok = ${e.lastDeliveryOk},
                   consecutive_fails = ${e.consecutiveFails}, failing_since = ${toDateOrNull(e.failingSince)},
                   circuit_open_until = ${toDateOrNull(e.circuitOpenUntil)}, updated_at = ${toDate(e.updatedAt)}
                 WHERE id = ${webhookId}`
-              return Option.some(e)
+              return Option.some({ endpoint: e, previousStatus: before.status })
             })
           )
+        ),
+      // Each batch its own short statement (no long lock, within the query timeout), as the
+      // idempotency purge; SKIP LOCKED leaves rows another purge or a dispatcher holds.
+      purgeOlderThan: (before, batchSize) =>
+        stored("deliveries.purgeOlderThan")(
+          Effect.gen(function* () {
+            const deliveries = yield* purgedInBatches(
+              batchSize,
+              sql<Row>`WITH purged AS (
+                DELETE FROM deliveries WHERE id IN (
+                  SELECT id FROM deliveries WHERE due_at IS NULL AND created_at < ${toDate(before)}
+                  LIMIT ${batchSize} FOR UPDATE SKIP LOCKED
+                ) RETURNING 1
+              ) SELECT count(*) AS purged FROM purged`
+            )
+            const events = yield* purgedInBatches(
+              batchSize,
+              sql<Row>`WITH purged AS (
+                DELETE FROM domain_events WHERE id IN (
+                  SELECT e.id FROM domain_events e
+                  WHERE e.created_at < ${toDate(before)}
+                    AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.event_id = e.id AND d.due_at IS NOT NULL)
+                  ORDER BY e.created_at, e.id
+                  LIMIT ${batchSize} FOR UPDATE SKIP LOCKED
+                ) RETURNING 1
+              ) SELECT count(*) AS purged FROM purged`
+            )
+            return { deliveries, events }
+          })
         )
     })
   })

@@ -231,6 +231,21 @@ export const migrations: ReadonlyArray<Migration> = [
   },
   {
     id: 6,
+    name: "webhook secret rotation, disabled notices, retention",
+    statements: [
+      // The secret before the last rotation, signing beside the current one until it expires.
+      `ALTER TABLE webhook_endpoints ADD COLUMN previous_secret text`,
+      `ALTER TABLE webhook_endpoints ADD COLUMN previous_secret_expires_at timestamptz(3)`,
+      // A webhook.disabled event's source: the endpoint, and why it was disabled.
+      `ALTER TABLE domain_events ADD COLUMN webhook_id text COLLATE "C"`,
+      `ALTER TABLE domain_events ADD COLUMN disabled_reason text`,
+      // The retention purge: finished attempts by age, and the events that still have pending ones.
+      `CREATE INDEX deliveries_finished_age ON deliveries (created_at) WHERE due_at IS NULL`,
+      `CREATE INDEX deliveries_pending_event ON deliveries (event_id) WHERE due_at IS NOT NULL`
+    ]
+  },
+  {
+    id: 7,
     name: "webhook isolation",
     statements: [
       // docs/webhooks.md, "Isolation": the receiver's rate limit (deliveries per second, null

@@ -422,6 +422,8 @@ export const PgEventOutbox = Layer.effect(
             intake_bot_id: e.intakeBotId,
             submission_id: e.submissionId,
             contact_id: e.contactId,
+            webhook_id: e.webhookId ?? null,
+            disabled_reason: e.disabledReason ?? null,
             created_at: toDate(e.createdAt)
           }))
         )}`

@@ -31,6 +31,8 @@ export const aWebhookEndpoint = (overrides: Partial<WebhookEndpoint> = {}): Webh
   description: "",
   intakeBotIds: [],
   secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw0W4wjSrUzPQ=",
+  previousSecret: null,
+  previousSecretExpiresAt: null,
   lastDeliveryAt: null,
   lastDeliveryOk: null,
   consecutiveFails: 0,

@@ -4,7 +4,7 @@
  * failure lengthens it. The service disables the endpoint at once on a 410 Gone, and
  * when the streak has lasted WEBHOOK_DISABLE_AFTER (counted from its first failure).
  */
-import type { WebhookEndpoint } from "../models.js"
+import type { WebhookDisabledReason, WebhookEndpoint } from "../models.js"
 import type { AttemptOutcome } from "../ports.js"
 import { circuitAfterAttempt, DEFAULT_ISOLATION, type IsolationPolicy } from "./delivery-isolation.js"
 
@@ -46,3 +46,18 @@ export const afterAttempt = (
       : {})
   }
 }
+
+/**
+ * Why an attempt's outcome disabled the endpoint, or null when it did not (it was disabled
+ * already, or stays enabled): a 410 is "gone", a streak of WEBHOOK_DISABLE_AFTER "failing".
+ */
+export const disabledBy = (
+  previousStatus: WebhookEndpoint["status"],
+  after: WebhookEndpoint,
+  outcome: AttemptOutcome
+): WebhookDisabledReason | null =>
+  previousStatus !== "disabled" && after.status === "disabled"
+    ? outcome.responseStatus === 410
+      ? "gone"
+      : "failing"
+    : null

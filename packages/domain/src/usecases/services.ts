@@ -251,6 +251,11 @@ export interface WebhookChanges {
   readonly rateLimit?: number | null
 }
 
+export interface SecretRotation {
+  /** How long the old secret keeps signing, 0 to 7 days; 24 h when omitted. */
+  readonly gracePeriodSeconds?: number
+}
+
 export class Webhooks extends Context.Tag("@intake/Webhooks")<
   Webhooks,
   {
@@ -270,6 +275,15 @@ export class Webhooks extends Context.Tag("@intake/Webhooks")<
       changes: WebhookChanges
     ) => Effect.Effect<WebhookEndpoint, Fails<ResourceNotFound | ValidationFailed>>
     readonly remove: (workspaceId: string, id: string) => Effect.Effect<void, Fails<ResourceNotFound>>
+    /**
+     * Gives the endpoint a new secret and answers it with that secret (shown this once); the
+     * old one keeps signing beside it for the grace period (docs/choices.md, "Secret rotation").
+     */
+    readonly rotateSecret: (
+      workspaceId: string,
+      id: string,
+      input: SecretRotation
+    ) => Effect.Effect<WebhookEndpoint, Fails<ResourceNotFound | ValidationFailed>>
   }
 >() {}
 

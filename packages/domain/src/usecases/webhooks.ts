@@ -15,7 +15,11 @@ import {
   intakeBotIdsIssues,
   patchStatusIssues
 } from "../policies/webhook-events.js"
-import { newWebhookSecret } from "../policies/webhook-secret.js"
+import {
+  DEFAULT_GRACE_PERIOD_SECONDS,
+  gracePeriodIssues,
+  newWebhookSecret
+} from "../policies/webhook-secret.js"
 import { checkUrlSyntax } from "../policies/webhook-url.js"
 import {
   AddressResolver,
@@ -125,6 +129,8 @@ export const WebhooksLive = Layer.effect(
                 description,
                 intakeBotIds,
                 secret: newWebhookSecret(crypto.randomBytes),
+                previousSecret: null,
+                previousSecretExpiresAt: null,
                 lastDeliveryAt: null,
                 lastDeliveryOk: null,
                 consecutiveFails: 0,
@@ -180,7 +186,30 @@ export const WebhooksLive = Layer.effect(
       remove: (workspaceId, id) =>
         Effect.flatMap(webhooks.delete(workspaceId, id), (deleted) =>
           deleted ? Effect.void : Effect.fail(notFound("webhook"))
-        )
+        ),
+
+      rotateSecret: (workspaceId, id, input) =>
+        Effect.gen(function* () {
+          const graceSeconds = input.gracePeriodSeconds ?? DEFAULT_GRACE_PERIOD_SECONDS
+          const issues = gracePeriodIssues(graceSeconds)
+          if (issues.length > 0) return yield* Effect.fail(invalid(issues))
+          const now = yield* Clock.currentTimeMillis
+          const rotated = yield* webhooks.rotateSecret(
+            workspaceId,
+            id,
+            newWebhookSecret(crypto.randomBytes),
+            graceSeconds === 0 ? null : now + graceSeconds * 1_000,
+            now
+          )
+          if (Option.isNone(rotated)) return yield* Effect.fail(notFound("webhook"))
+          // Ids only: neither secret is ever logged.
+          yield* Effect.logInfo({
+            message: "webhook secret rotated",
+            webhookId: id,
+            previousSecretExpiresAt: rotated.value.previousSecretExpiresAt
+          })
+          return rotated.value
+        })
     })
   })
 )

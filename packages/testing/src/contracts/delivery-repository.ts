@@ -8,6 +8,7 @@ import {
   type Delivery,
   type DeliveryIsolation,
   DeliveryRepository,
+  EventOutbox,
   StorageUnavailable,
   UnitOfWork,
   type WebhookEndpoint,
@@ -15,10 +16,11 @@ import {
 } from "@intake/domain"
 import { Effect, Either, type Layer, Option } from "effect"
 import { aDelivery } from "../fixtures-deliveries.js"
+import { domainEventRecord, intakeBotRecord, submissionRecord } from "../fixtures-submissions.js"
 import { aWebhookEndpoint } from "../fixtures-webhooks.js"
 import { uniqueId } from "../records.js"
 
-type Ports = DeliveryRepository | WebhookRepository | UnitOfWork
+type Ports = DeliveryRepository | WebhookRepository | EventOutbox | UnitOfWork
 
 const LEASE = 60_000
 const DAY = 86_400_000
@@ -220,6 +222,56 @@ export const deliveryRepositoryContract = (name: string, theLayer: Layer.Layer<P
         expect(yield* repo.endpoint(uniqueId("wh"))).toEqual(Option.none())
       }))
 
+    test("purges in batches the finished attempts and the events older than the bound, never a pending attempt nor its event", () =>
+      Effect.gen(function* () {
+        const repo = yield* DeliveryRepository
+        const outbox = yield* EventOutbox
+        const endpoint = yield* givenEndpoint()
+        // Long before any other test's records (1970), so a shared database's other rows stay.
+        const BOUND = 100_000
+        const submission = submissionRecord(intakeBotRecord(endpoint.workspaceId))
+        const event = (createdAt: number) => domainEventRecord(submission, { id: uniqueId("evt"), createdAt })
+        const [old, oldPending, young] = [event(1_000), event(2_000), event(BOUND)]
+        yield* outbox.append([old!, oldPending!, young!])
+        const BATCH = 10
+        // Two and a half batches of old finished attempts.
+        for (let i = 0; i < 25; i++)
+          yield* repo.insertFinished(
+            aDelivery({
+              webhookId: endpoint.id,
+              eventId: i % 2 === 0 ? old!.id : oldPending!.id,
+              status: "failed",
+              createdAt: 1_000 + i
+            })
+          )
+        const queued = aDelivery({ webhookId: endpoint.id, eventId: oldPending!.id, createdAt: 3_000 })
+        const leased = aDelivery({ webhookId: endpoint.id, eventId: oldPending!.id, createdAt: 3_001 })
+        yield* repo.enqueue([queued, leased], 200_000)
+        yield* repo.advance([leased.id], 0)
+        expect(ids(yield* repo.claimDue(0, 10, LEASE, "t"))).toEqual([leased.id])
+        const kept = aDelivery({
+          webhookId: endpoint.id,
+          eventId: young!.id,
+          status: "succeeded",
+          createdAt: BOUND
+        })
+        yield* repo.insertFinished(kept)
+
+        const purged = yield* repo.purgeOlderThan(BOUND, BATCH)
+        expect(purged.deliveries).toBe(25)
+        // A shared database may hold other tests' old events: at least this one went.
+        expect(purged.events).toBeGreaterThanOrEqual(1)
+        const left = yield* repo.list(endpoint.id, { limit: 100, after: null })
+        expect(ids(left.items)).toEqual(ids([queued, leased, kept]))
+        expect(yield* outbox.findById(old!.id)).toEqual(Option.none())
+        expect(Option.isSome(yield* outbox.findById(oldPending!.id))).toBe(true)
+        expect(Option.isSome(yield* outbox.findById(young!.id))).toBe(true)
+        // The leased attempt is still its dispatcher's to complete.
+        expect(yield* repo.complete({ ...leased, status: "succeeded" }, "t", null)).toBe(true)
+        expect((yield* repo.purgeOlderThan(BOUND, BATCH)).deliveries).toBe(1)
+        expect(yield* repo.purgeOlderThan(BOUND, BATCH)).toEqual({ deliveries: 0, events: 0 })
+      }))
+
     test("records outcomes: the failure streak, a success ending it, disabling by time and by 410", () =>
       Effect.gen(function* () {
         const repo = yield* DeliveryRepository
@@ -227,7 +279,7 @@ export const deliveryRepositoryContract = (name: string, theLayer: Layer.Layer<P
         const fail = (at: number, responseStatus: number | null = 500) =>
           Effect.map(
             repo.recordOutcome(endpoint.id, { ok: false, responseStatus, at }, 5 * DAY),
-            Option.getOrThrow
+            (recorded) => Option.getOrThrow(recorded).endpoint
           )
         expect(yield* fail(1_000)).toMatchObject({
           lastDeliveryAt: 1_000,
@@ -242,7 +294,8 @@ export const deliveryRepositoryContract = (name: string, theLayer: Layer.Layer<P
           { ok: true, responseStatus: 204, at: 3_000 },
           5 * DAY
         )
-        expect(Option.getOrThrow(ok)).toMatchObject({
+        expect(Option.getOrThrow(ok).previousStatus).toBe("active")
+        expect(Option.getOrThrow(ok).endpoint).toMatchObject({
           lastDeliveryAt: 3_000,
           lastDeliveryOk: true,
           consecutiveFails: 0,
@@ -252,6 +305,13 @@ export const deliveryRepositoryContract = (name: string, theLayer: Layer.Layer<P
         yield* fail(10_000)
         expect((yield* fail(10_000 + 5 * DAY - 1)).status).toBe("active")
         expect(yield* fail(10_000 + 5 * DAY)).toMatchObject({ status: "disabled", consecutiveFails: 3 })
+        // The status before tells which outcome disabled it: this one, not a later one.
+        const later = yield* repo.recordOutcome(
+          endpoint.id,
+          { ok: false, responseStatus: 500, at: 6 * DAY },
+          5 * DAY
+        )
+        expect(Option.getOrThrow(later).previousStatus).toBe("disabled")
         const stored = yield* (yield* WebhookRepository).findInWorkspace(endpoint.workspaceId, endpoint.id)
         expect(Option.getOrThrow(stored).status).toBe("disabled")
 
@@ -261,7 +321,10 @@ export const deliveryRepositoryContract = (name: string, theLayer: Layer.Layer<P
           { ok: false, responseStatus: 410, at: 1 },
           5 * DAY
         )
-        expect(Option.getOrThrow(after410)).toMatchObject({ status: "disabled", consecutiveFails: 1 })
+        expect(Option.getOrThrow(after410)).toMatchObject({
+          previousStatus: "active",
+          endpoint: { status: "disabled", consecutiveFails: 1 }
+        })
         expect(
           yield* repo.recordOutcome(uniqueId("wh"), { ok: true, responseStatus: 200, at: 1 }, 5 * DAY)
         ).toEqual(Option.none())
@@ -348,7 +411,7 @@ export const deliveryRepositoryContract = (name: string, theLayer: Layer.Layer<P
           5 * DAY,
           policy
         )
-        expect(Option.getOrThrow(closed).circuitOpenUntil).toBeNull()
+        expect(Option.getOrThrow(closed).endpoint.circuitOpenUntil).toBeNull()
         expect(yield* repo.complete({ ...probe[0]!, status: "succeeded" }, "t", null)).toBe(true)
         const rest = yield* repo.claimDue(5_200, 10, LEASE, "t", policy)
         expect(rest.map((d) => d.id)).toEqual(queued.slice(1).map((d) => d.id))
@@ -371,7 +434,7 @@ export const deliveryRepositoryContract = (name: string, theLayer: Layer.Layer<P
               5 * DAY,
               policy
             ),
-            (e) => Option.getOrThrow(e).circuitOpenUntil
+            (e) => Option.getOrThrow(e).endpoint.circuitOpenUntil
           )
         expect(yield* fail(0)).toBeNull()
         expect(yield* fail(1_000)).toBeNull()
@@ -388,7 +451,7 @@ export const deliveryRepositoryContract = (name: string, theLayer: Layer.Layer<P
           5 * DAY,
           policy
         )
-        expect(Option.getOrThrow(ok)).toMatchObject({ circuitOpenUntil: null, consecutiveFails: 0 })
+        expect(Option.getOrThrow(ok).endpoint).toMatchObject({ circuitOpenUntil: null, consecutiveFails: 0 })
       }))
 
     test("a rate limit spaces the endpoint's sends across claims", () =>
