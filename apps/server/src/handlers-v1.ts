@@ -13,7 +13,7 @@ import {
   Submissions,
   Webhooks
 } from "@intake/domain"
-import { Effect } from "effect"
+import { Clock, Effect } from "effect"
 import { type Handlers, routesOf } from "./routes.js"
 
 const DEFAULT_LIMIT = 50
@@ -112,10 +112,11 @@ export const v1Handlers: Handlers<typeof Api.IntakeApi, V1Services> = {
   },
   listWebhooks: {
     handle: ({ principal, urlParams }) =>
-      Effect.map(
+      Effect.zipWith(
         Effect.flatMap(Webhooks, (webhooks) => webhooks.list(principal.workspace.id, listQuery(urlParams))),
-        (listed) => ({
-          webhooks: listed.items.map(Api.webhookToWire),
+        Clock.currentTimeMillis,
+        (listed, now) => ({
+          webhooks: listed.items.map((webhook) => Api.webhookToWire(webhook, now)),
           pagination: pagination(listed.nextCursor)
         })
       ),
@@ -123,39 +124,44 @@ export const v1Handlers: Handlers<typeof Api.IntakeApi, V1Services> = {
   },
   getWebhook: {
     handle: ({ principal, path }) =>
-      Effect.map(
+      Effect.zipWith(
         Effect.flatMap(Webhooks, (webhooks) => webhooks.get(principal.workspace.id, path.id)),
-        (webhook) => ({ webhook: Api.webhookToWire(webhook) })
+        Clock.currentTimeMillis,
+        (webhook, now) => ({ webhook: Api.webhookToWire(webhook, now) })
       ),
     options: v1
   },
   createWebhook: {
     handle: ({ principal, payload }) =>
-      Effect.map(
+      Effect.zipWith(
         Effect.flatMap(Webhooks, (webhooks) =>
           webhooks.create(principal.workspace.id, {
             url: payload.url,
             events: payload.events,
             ...(payload.description === undefined ? {} : { description: payload.description }),
-            ...(payload.intake_bot_ids === undefined ? {} : { intakeBotIds: payload.intake_bot_ids })
+            ...(payload.intake_bot_ids === undefined ? {} : { intakeBotIds: payload.intake_bot_ids }),
+            ...(payload.rate_limit === undefined ? {} : { rateLimit: payload.rate_limit })
           })
         ),
-        (webhook) => ({ webhook: Api.webhookWithSecretToWire(webhook) })
+        Clock.currentTimeMillis,
+        (webhook, now) => ({ webhook: Api.webhookWithSecretToWire(webhook, now) })
       ),
     options: v1
   },
   updateWebhook: {
     handle: ({ principal, path, payload }) =>
-      Effect.map(
+      Effect.zipWith(
         Effect.flatMap(Webhooks, (webhooks) =>
           webhooks.update(principal.workspace.id, path.id, {
             ...(payload.events === undefined ? {} : { events: payload.events }),
             ...(payload.description === undefined ? {} : { description: payload.description }),
             ...(payload.status === undefined ? {} : { status: payload.status }),
-            ...(payload.intake_bot_ids === undefined ? {} : { intakeBotIds: payload.intake_bot_ids })
+            ...(payload.intake_bot_ids === undefined ? {} : { intakeBotIds: payload.intake_bot_ids }),
+            ...(payload.rate_limit === undefined ? {} : { rateLimit: payload.rate_limit })
           })
         ),
-        (webhook) => ({ webhook: Api.webhookToWire(webhook) })
+        Clock.currentTimeMillis,
+        (webhook, now) => ({ webhook: Api.webhookToWire(webhook, now) })
       ),
     options: v1
   },
@@ -169,7 +175,7 @@ export const v1Handlers: Handlers<typeof Api.IntakeApi, V1Services> = {
   },
   rotateWebhookSecret: {
     handle: ({ principal, path, payload }) =>
-      Effect.map(
+      Effect.zipWith(
         Effect.flatMap(Webhooks, (webhooks) =>
           webhooks.rotateSecret(
             principal.workspace.id,
@@ -179,8 +185,9 @@ export const v1Handlers: Handlers<typeof Api.IntakeApi, V1Services> = {
               : { gracePeriodSeconds: payload.grace_period_seconds }
           )
         ),
+        Clock.currentTimeMillis,
         // The new secret, shown this once (as by create); a replay with the same key answers it again.
-        (webhook) => ({ webhook: Api.webhookWithSecretToWire(webhook) })
+        (webhook, now) => ({ webhook: Api.webhookWithSecretToWire(webhook, now) })
       ),
     options: { ...v1, optionalBody: true }
   },

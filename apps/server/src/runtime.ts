@@ -16,7 +16,12 @@ import {
   summarizerLayers,
   watchDatabase
 } from "@intake/delivery"
-import { type AccessSettings, makeUseCasesLayer, WebhookSettings } from "@intake/domain"
+import {
+  type AccessSettings,
+  type DeliveryIsolation,
+  makeUseCasesLayer,
+  WebhookSettings
+} from "@intake/domain"
 import { InProcessLive, MemoryPortsLive } from "@intake/memory"
 import { NodePlatformLive } from "@intake/node"
 import {
@@ -45,6 +50,8 @@ export interface RuntimeOptions {
   readonly webhookRetrySchedule?: ReadonlyArray<number>
   /** WEBHOOK_DISABLE_AFTER in milliseconds; 5 days when omitted. */
   readonly webhookDisableAfterMs?: number
+  /** WEBHOOK_ENDPOINT_CONCURRENCY, WEBHOOK_CIRCUIT_…; the domain's defaults when omitted. */
+  readonly webhookIsolation?: DeliveryIsolation.IsolationPolicy
   /** WEBHOOK_RETENTION in milliseconds; 30 days when omitted. */
   readonly webhookRetentionMs?: number
   /** The in-process dispatcher (and summary runner, with a model summarizer); on unless `false`. */
@@ -91,7 +98,8 @@ const withUseCases = <ROut, E>(ports: Layer.Layer<ROut, E>, options: RuntimeOpti
   const deliverySettings = {
     ...(options.webhookRetrySchedule === undefined ? {} : { retrySchedule: options.webhookRetrySchedule }),
     ...(options.webhookDisableAfterMs === undefined ? {} : { disableAfterMs: options.webhookDisableAfterMs }),
-    ...(options.webhookRetentionMs === undefined ? {} : { retentionMs: options.webhookRetentionMs })
+    ...(options.webhookRetentionMs === undefined ? {} : { retentionMs: options.webhookRetentionMs }),
+    ...(options.webhookIsolation === undefined ? {} : { isolation: options.webhookIsolation })
   }
   const useCases = Layer.mergeAll(
     makeUseCasesLayer(options.access),

@@ -43,6 +43,7 @@ const program = Effect.gen(function* () {
       retrySchedule: config.retrySchedule,
       disableAfterMs: config.disableAfterMs,
       leaseMs: config.leaseMs,
+      isolation: config.isolation,
       retentionMs: config.retentionMs
     }
   }).pipe(

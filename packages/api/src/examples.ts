@@ -50,6 +50,9 @@ const webhook = {
   last_delivery_at: null,
   last_delivery_ok: null,
   consecutive_fails: 0,
+  rate_limit: null,
+  circuit: "closed" as const,
+  circuit_retry_at: null,
   previous_secret_expires_at: null,
   created_at: CREATED,
   updated_at: CREATED

@@ -36,6 +36,7 @@ import {
   NotFound,
   oneOf,
   Pagination,
+  RateLimitInput,
   RecoveryWire,
   SchemaFieldSummary,
   ServerError,
@@ -67,14 +68,16 @@ export const CreateWebhookBody = Schema.Struct({
   url: Schema.String,
   events: Schema.Array(WebhookEventNameInput),
   description: Schema.optionalWith(Schema.String, { exact: true }),
-  intake_bot_ids: Schema.optionalWith(Schema.Array(Schema.String), { exact: true })
+  intake_bot_ids: Schema.optionalWith(Schema.Array(Schema.String), { exact: true }),
+  rate_limit: Schema.optionalWith(RateLimitInput, { exact: true })
 }).annotations({ identifier: "CreateWebhookBody" })
 
 export const UpdateWebhookBody = Schema.Struct({
   events: Schema.optionalWith(Schema.Array(WebhookEventNameInput), { exact: true }),
   description: Schema.optionalWith(Schema.String, { exact: true }),
   status: Schema.optionalWith(oneOf("active", "paused"), { exact: true }),
-  intake_bot_ids: Schema.optionalWith(Schema.Array(Schema.String), { exact: true })
+  intake_bot_ids: Schema.optionalWith(Schema.Array(Schema.String), { exact: true }),
+  rate_limit: Schema.optionalWith(RateLimitInput, { exact: true })
 }).annotations({ identifier: "UpdateWebhookBody" })
 
 /** Decoded as a number so the domain words every bad value alike (docs/choices.md, "Secret rotation"). */
@@ -222,7 +225,7 @@ export const createWebhook = HttpApiEndpoint.post("createWebhook", "/v1/webhooks
   .annotate(OpenApi.Summary, "Register a webhook endpoint")
   .annotate(
     OpenApi.Description,
-    "Registers an https URL to receive the subscribed events, optionally only for some intake bots. The answer carries the signing secret (`whsec_…`), shown this once: keep it to verify deliveries (Standard Webhooks)."
+    "Registers an https URL to receive the subscribed events, optionally only for some intake bots and at most `rate_limit` deliveries per second. The answer carries the signing secret (`whsec_…`), shown this once: keep it to verify deliveries (Standard Webhooks)."
   )
   .setHeaders(IdempotencyHeaders)
   .setPayload(CreateWebhookBody)
@@ -239,7 +242,7 @@ export const updateWebhook = HttpApiEndpoint.patch("updateWebhook", "/v1/webhook
   .annotate(OpenApi.Summary, "Update a webhook endpoint")
   .annotate(
     OpenApi.Description,
-    "Changes the events, description, bots or status of an endpoint. Setting `status` to `active` resets `consecutive_fails`; `paused` stops deliveries."
+    "Changes the events, description, bots, rate limit or status of an endpoint. Setting `status` to `active` resets `consecutive_fails` and closes the circuit; `paused` stops deliveries."
   )
   .setPath(IdPath)
   .setPayload(UpdateWebhookBody)

@@ -151,11 +151,19 @@ export interface Webhook {
   readonly last_delivery_at: Timestamp | null
   readonly last_delivery_ok: boolean | null
   readonly consecutive_fails: number
+  /** Deliveries per second the receiver asked for (1 to 1000); null: no limit. */
+  readonly rate_limit: number | null
+  /** The circuit breaker: open after repeated failures (attempts stay queued), half open while a probe may go. */
+  readonly circuit: CircuitState
+  /** While the circuit is not closed: when its cool-down ends (or ended). */
+  readonly circuit_retry_at: Timestamp | null
   /** Until when the secret replaced by the last rotation still signs beside the current one. */
   readonly previous_secret_expires_at: Timestamp | null
   readonly created_at: Timestamp
   readonly updated_at: Timestamp
 }
+
+export type CircuitState = "closed" | "open" | "half_open"
 
 /** The create and rotate answers: the signing secret (`whsec_…`), shown this once. */
 export interface WebhookWithSecret extends Webhook {
@@ -173,6 +181,8 @@ export interface CreateWebhookBody {
   readonly description?: string
   /** Only these bots' events; all bots when omitted. */
   readonly intake_bot_ids?: ReadonlyArray<string>
+  /** At most this many deliveries per second (1 to 1000); null or omitted: no limit. */
+  readonly rate_limit?: number | null
 }
 
 export interface UpdateWebhookBody {
@@ -180,6 +190,8 @@ export interface UpdateWebhookBody {
   readonly description?: string
   readonly status?: "active" | "paused"
   readonly intake_bot_ids?: ReadonlyArray<string>
+  /** At most this many deliveries per second (1 to 1000); null: no limit. */
+  readonly rate_limit?: number | null
 }
 
 export interface RotateWebhookSecretBody {

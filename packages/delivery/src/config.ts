@@ -7,6 +7,7 @@ import { randomUUID } from "node:crypto"
 import {
   DeliveriesLive,
   DeliveryHistoryPurgeLive,
+  DeliveryIsolation,
   DeliverySettings,
   type DeliverySettingsValues,
   RetrySchedule
@@ -23,6 +24,29 @@ const millis = (name: string, fallback: string) =>
     )
   )
 
+const atLeastOne = (name: string, fallback: number) =>
+  Config.integer(name).pipe(
+    Config.withDefault(fallback),
+    Config.validate({ message: "must be at least 1", validation: (n) => n >= 1 })
+  )
+
+/**
+ * The per-endpoint isolation (docs/webhooks.md, "Isolation"): WEBHOOK_ENDPOINT_CONCURRENCY
+ * (attempts of one endpoint in flight across every dispatcher, default 8),
+ * WEBHOOK_CIRCUIT_FAILURES (failures in a row that open its circuit, default 5),
+ * WEBHOOK_CIRCUIT_COOLDOWN (how long it first stays open, default 30s) and
+ * WEBHOOK_CIRCUIT_COOLDOWN_MAX (the longest, default 1h). Server and worker read the same.
+ */
+export const isolationConfig: Config.Config<DeliveryIsolation.IsolationPolicy> = Config.all({
+  maxInFlight: atLeastOne("WEBHOOK_ENDPOINT_CONCURRENCY", DeliveryIsolation.DEFAULT_ISOLATION.maxInFlight),
+  circuitFailures: atLeastOne(
+    "WEBHOOK_CIRCUIT_FAILURES",
+    DeliveryIsolation.DEFAULT_ISOLATION.circuitFailures
+  ),
+  cooldownMs: millis("WEBHOOK_CIRCUIT_COOLDOWN", "30s"),
+  maxCooldownMs: millis("WEBHOOK_CIRCUIT_COOLDOWN_MAX", "1h")
+})
+
 export interface DeliveryConfig {
   readonly allowPrivateNetworks: boolean
   readonly retrySchedule: ReadonlyArray<number>
@@ -36,6 +60,7 @@ export interface DeliveryConfig {
    * above the 10 s an attempt may take); a dispatcher that dies gives its claims back then.
    */
   readonly leaseMs: number
+  readonly isolation: DeliveryIsolation.IsolationPolicy
   /** WEBHOOK_RETENTION: finished attempts and events older than this are purged (default 30d). */
   readonly retentionMs: number
 }
@@ -57,6 +82,7 @@ export const deliveryConfig: Config.Config<DeliveryConfig> = Config.all({
   ),
   pollIntervalMs: millis("WEBHOOK_POLL_INTERVAL", "1s"),
   leaseMs: millis("WEBHOOK_LEASE", "60s"),
+  isolation: isolationConfig,
   retentionMs: millis("WEBHOOK_RETENTION", RetrySchedule.DEFAULT_RETENTION)
 })
 

@@ -214,6 +214,13 @@ export const WebhookEndpoint = Schema.Struct({
   consecutiveFails: Schema.Number,
   /** Start of the current failure streak; null while the last attempt succeeded. */
   failingSince: Schema.NullOr(EpochMillis),
+  /** Deliveries per second the receiver asked for (1..1000); null is unlimited (docs/webhooks.md). */
+  rateLimit: Schema.NullOr(Schema.Number),
+  /**
+   * The circuit breaker (docs/webhooks.md): set while the circuit is not closed; until then
+   * it is open (nothing sent), from then half open (one probe at a time).
+   */
+  circuitOpenUntil: Schema.NullOr(EpochMillis),
   createdAt: EpochMillis,
   updatedAt: EpochMillis
 })

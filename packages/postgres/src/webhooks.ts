@@ -46,6 +46,8 @@ export const endpointFromRow = (row: Row): WebhookEndpoint => ({
   lastDeliveryOk: row.last_delivery_ok as boolean | null,
   consecutiveFails: toNumber(row.consecutive_fails),
   failingSince: toMillisOrNull(row.failing_since),
+  rateLimit: row.rate_limit === null ? null : toNumber(row.rate_limit),
+  circuitOpenUntil: toMillisOrNull(row.circuit_open_until),
   createdAt: toMillis(row.created_at),
   updatedAt: toMillis(row.updated_at)
 })
@@ -73,11 +75,13 @@ export const PgWebhookRepository = Layer.effect(
                 })
               yield* sql`INSERT INTO webhook_endpoints (id, workspace_id, url, events, status, description, intake_bot_ids, secret,
                   previous_secret, previous_secret_expires_at,
-                  last_delivery_at, last_delivery_ok, consecutive_fails, failing_since, created_at, updated_at)
+                  last_delivery_at, last_delivery_ok, consecutive_fails, failing_since, rate_limit, circuit_open_until,
+                  created_at, updated_at)
                 VALUES (${e.id}, ${e.workspaceId}, ${e.url}, ${JSON.stringify(e.events)}::json, ${e.status}, ${e.description},
                   ${JSON.stringify(e.intakeBotIds)}::json, ${e.secret}, ${e.previousSecret},
                   ${toDateOrNull(e.previousSecretExpiresAt)}, ${toDateOrNull(e.lastDeliveryAt)}, ${e.lastDeliveryOk},
-                  ${e.consecutiveFails}, ${toDateOrNull(e.failingSince)}, ${toDate(e.createdAt)}, ${toDate(e.updatedAt)})`
+                  ${e.consecutiveFails}, ${toDateOrNull(e.failingSince)}, ${e.rateLimit}, ${toDateOrNull(e.circuitOpenUntil)},
+                  ${toDate(e.createdAt)}, ${toDate(e.updatedAt)})`
             })
           )
         ),
@@ -88,6 +92,7 @@ export const PgWebhookRepository = Layer.effect(
               status = ${e.status}, description = ${e.description}, intake_bot_ids = ${JSON.stringify(e.intakeBotIds)}::json,
               last_delivery_at = ${toDateOrNull(e.lastDeliveryAt)}, last_delivery_ok = ${e.lastDeliveryOk},
               consecutive_fails = ${e.consecutiveFails}, failing_since = ${toDateOrNull(e.failingSince)},
+              rate_limit = ${e.rateLimit}, circuit_open_until = ${toDateOrNull(e.circuitOpenUntil)},
               updated_at = ${toDate(e.updatedAt)}
             WHERE id = ${e.id}`)
         ),

@@ -37,6 +37,8 @@ export const aWebhookEndpoint = (overrides: Partial<WebhookEndpoint> = {}): Webh
   lastDeliveryOk: null,
   consecutiveFails: 0,
   failingSince: null,
+  rateLimit: null,
+  circuitOpenUntil: null,
   createdAt: 0,
   updatedAt: 0,
   ...overrides

@@ -316,7 +316,8 @@ export const DeliveriesLive = Layer.effect(
     const outcomeOf = (result: SendResult): AttemptOutcome => ({
       ok: result.ok,
       responseStatus: result.responseStatus,
-      at: result.startedAt
+      at: result.startedAt,
+      durationMs: result.durationMs
     })
 
     /**
@@ -326,7 +327,12 @@ export const DeliveriesLive = Layer.effect(
      */
     const recordOutcome = (webhookId: string, outcome: AttemptOutcome) =>
       Effect.gen(function* () {
-        const recorded = yield* repository.recordOutcome(webhookId, outcome, settings.disableAfterMs)
+        const recorded = yield* repository.recordOutcome(
+          webhookId,
+          outcome,
+          settings.disableAfterMs,
+          settings.isolation
+        )
         if (Option.isNone(recorded)) return { endpoint: Option.none<WebhookEndpoint>(), disabled: null }
         const { endpoint, previousStatus } = recorded.value
         const reason = disabledBy(previousStatus, endpoint, outcome)
@@ -563,13 +569,15 @@ export const DeliveriesLive = Layer.effect(
 
       claimDue: (limit, claimToken) =>
         Effect.flatMap(Clock.currentTimeMillis, (now) =>
-          repository.claimDue(now, limit, settings.leaseMs, claimToken)
+          repository.claimDue(now, limit, settings.leaseMs, claimToken, settings.isolation)
         ),
 
       release: (deliveryIds, claimToken) =>
         deliveryIds.length === 0 ? Effect.void : repository.release(deliveryIds, claimToken),
 
-      nextDueAt: repository.nextDueAt(),
+      nextDueAt: Effect.flatMap(Clock.currentTimeMillis, (now) =>
+        repository.nextDueAt(now, settings.isolation)
+      ),
 
       dispatch: (delivery, claimToken) =>
         Effect.gen(function* () {

@@ -238,6 +238,8 @@ export interface NewWebhook {
   readonly events: ReadonlyArray<string>
   readonly description?: string
   readonly intakeBotIds?: ReadonlyArray<string>
+  /** Deliveries per second, 1..1000; null or omitted is unlimited. */
+  readonly rateLimit?: number | null
 }
 
 export interface WebhookChanges {
@@ -245,6 +247,8 @@ export interface WebhookChanges {
   readonly description?: string
   readonly status?: "active" | "paused"
   readonly intakeBotIds?: ReadonlyArray<string>
+  /** Deliveries per second, 1..1000; null is unlimited. */
+  readonly rateLimit?: number | null
 }
 
 export interface SecretRotation {

@@ -6,6 +6,7 @@ import { Clock, Effect, Either, Layer, Option } from "effect"
 import { invalid, notFound, type ValidationIssue } from "../errors.js"
 import type { WebhookEndpoint } from "../models.js"
 import * as Cursor from "../policies/cursor.js"
+import { rateLimitIssues } from "../policies/delivery-isolation.js"
 import { maxWebhookEndpoints } from "../policies/plans.js"
 import {
   asEventTypes,
@@ -94,7 +95,8 @@ export const WebhooksLive = Layer.effect(
             ...(url._tag === "Invalid" ? url.issues : []),
             ...eventsIssues(input.events),
             ...descriptionIssues(description),
-            ...intakeBotIdsIssues(intakeBotIds)
+            ...intakeBotIdsIssues(intakeBotIds),
+            ...rateLimitIssues(input.rateLimit ?? null)
           ]
           if (url._tag === "Invalid" || syntaxIssues.length > 0)
             return yield* Effect.fail(invalid(syntaxIssues))
@@ -133,6 +135,8 @@ export const WebhooksLive = Layer.effect(
                 lastDeliveryOk: null,
                 consecutiveFails: 0,
                 failingSince: null,
+                rateLimit: input.rateLimit ?? null,
+                circuitOpenUntil: null,
                 createdAt: now,
                 updatedAt: now
               }
@@ -148,7 +152,8 @@ export const WebhooksLive = Layer.effect(
             ...(changes.events === undefined ? [] : eventsIssues(changes.events)),
             ...(changes.description === undefined ? [] : descriptionIssues(changes.description)),
             ...(changes.status === undefined ? [] : patchStatusIssues(changes.status)),
-            ...(changes.intakeBotIds === undefined ? [] : intakeBotIdsIssues(changes.intakeBotIds))
+            ...(changes.intakeBotIds === undefined ? [] : intakeBotIdsIssues(changes.intakeBotIds)),
+            ...(changes.rateLimit === undefined ? [] : rateLimitIssues(changes.rateLimit))
           ]
           if (issues.length > 0) return yield* Effect.fail(invalid(issues))
           return yield* uow.transaction(
@@ -165,8 +170,11 @@ export const WebhooksLive = Layer.effect(
                 ...(changes.description === undefined ? {} : { description: changes.description }),
                 ...(changes.intakeBotIds === undefined ? {} : { intakeBotIds: changes.intakeBotIds }),
                 ...(changes.status === undefined ? {} : { status: changes.status }),
-                // Re-enabling starts a fresh failure count (and ends a disabled state).
-                ...(changes.status === "active" ? { consecutiveFails: 0, failingSince: null } : {}),
+                ...(changes.rateLimit === undefined ? {} : { rateLimit: changes.rateLimit }),
+                // Re-enabling starts a fresh failure count (and ends a disabled state) and closes the circuit.
+                ...(changes.status === "active"
+                  ? { consecutiveFails: 0, failingSince: null, circuitOpenUntil: null }
+                  : {}),
                 updatedAt: now
               }
               yield* webhooks.update(updated)
