@@ -3,7 +3,7 @@
  * older than WEBHOOK_RETENTION are purged by a periodic job, in batches, as expired
  * idempotency records are. A pending attempt, and an event with one, stay until delivered
  * or given up. A failed round is logged and tried again at the next: the job never stops
- * its process.
+ * the worker.
  */
 import { Clock, Duration, Effect, Layer, Schedule } from "effect"
 import { DeliveryRepository } from "../ports.js"
