@@ -1,11 +1,13 @@
 // The test projects, one per package or app that has tests. vitest.config.ts feeds this
-// list to `test.projects`. The domain's own tests live in packages/testing, so that
-// packages/domain holds nothing that imports more than effect.
+// list to `test.projects`. packages/testing has none: it holds the contract suites and
+// fixtures the others' tests import.
 export default [
-  "packages/testing",
+  "packages/domain",
   "packages/memory",
+  "packages/node",
   "packages/postgres",
   "packages/redis",
+  "packages/delivery",
   "packages/api",
   "packages/client",
   "apps/server",
@@ -17,7 +19,7 @@ export default [
       name: "server-postgres",
       root: "./apps/server",
       include: [
-        "test/{auth,requests,resources,webhooks,deliveries,summaries,hostile-input,idempotent-sends,plan-changes}.test.ts"
+        "test/{auth,requests,resources,webhooks,deliveries,summaries,hostile-input,idempotent-sends,plan-changes,recovery}.test.ts"
       ],
       env: { INTAKE_SERVER_TEST_STORE: "postgres" },
       testTimeout: 60_000,
@@ -29,7 +31,7 @@ export default [
       name: "server-pglite",
       root: "./apps/server",
       include: [
-        "test/{auth,requests,resources,webhooks,deliveries,hostile-input,idempotent-sends,plan-changes}.test.ts"
+        "test/{auth,requests,resources,webhooks,deliveries,hostile-input,idempotent-sends,plan-changes,recovery}.test.ts"
       ],
       env: { INTAKE_SERVER_TEST_STORE: "pglite" },
       testTimeout: 60_000,

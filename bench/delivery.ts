@@ -13,6 +13,7 @@
 import { randomUUID } from "node:crypto"
 import { createServer } from "node:http"
 import type { AddressInfo } from "node:net"
+import { deliveryEngine, dispatcherLayer } from "@intake/delivery"
 import {
   DeliveryWakeups,
   type DomainEvent,
@@ -30,8 +31,10 @@ import {
   type Workspace,
   WorkspaceRepository
 } from "@intake/domain"
-import { PgliteTestLayer, PostgresPortsLive } from "@intake/postgres"
-import { deliveryEngine, dispatcherLayer } from "@intake/worker"
+import { InProcessLive } from "@intake/memory"
+import { NodePlatformLive } from "@intake/node"
+import { PostgresPortsLive } from "@intake/postgres"
+import { PgliteTestLayer } from "@intake/postgres/testing"
 import { Clock, Console, Duration, Effect, Layer, Redacted } from "effect"
 
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 2_000)
@@ -185,7 +188,11 @@ const bench = Effect.gen(function* () {
 })
 
 const ports =
-  databaseUrl === undefined ? PgliteTestLayer : PostgresPortsLive({ url: Redacted.make(databaseUrl) })
+  databaseUrl === undefined
+    ? PgliteTestLayer
+    : PostgresPortsLive({ url: Redacted.make(databaseUrl) }).pipe(
+        Layer.provideMerge(Layer.merge(InProcessLive, NodePlatformLive))
+      )
 const services = dispatcherLayer({ concurrency: CONCURRENCY, pollIntervalMs: 1_000 }).pipe(
   Layer.provideMerge(
     Layer.merge(UseCasesLive, deliveryEngine({ allowPrivateNetworks: true })).pipe(

@@ -3,7 +3,7 @@
  * Redis, beside a bare node:http server measured in the same run. For each store it
  * starts the real server (`apps/server/src/main.ts`, as `pnpm start` does) as a child
  * process, provisions a Business workspace through the admin API (rate limit and quota
- * raised, as decisions.md section 8 allows for load tests), then for each endpoint:
+ * raised, as docs/rules.md, Operator API allows for load tests), then for each endpoint:
  *
  * - autocannon: BENCH_WARMUP seconds of warm-up (default 1), then BENCH_DURATION seconds
  *   (default 5) with BENCH_CONNECTIONS connections (default 10); every POST carries a
@@ -26,7 +26,7 @@ import { type AddressInfo, connect, createServer } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { allScopes } from "@intake/domain"
-import { freshDatabaseUrl, probeTestServer } from "@intake/postgres"
+import { freshDatabaseUrl, probeTestServer } from "@intake/postgres/testing"
 import autocannon from "autocannon"
 import { Effect, Either, Exit, Scope } from "effect"
 import type { RoundTripCounts } from "./round-trips.js"
@@ -121,6 +121,8 @@ const startIntake = async (env: Record<string, string>): Promise<IntakeServer> =
     execArgv: ["--import", "tsx", "--import", join(root, "bench/round-trips.ts")],
     env: {
       PATH: process.env.PATH ?? "",
+      // Nothing balances load here: a stopped server need not drain.
+      INTAKE_SHUTDOWN_DRAIN: "0s",
       PORT: String(port),
       INTAKE_ADMIN_TOKEN: ADMIN_TOKEN,
       ...env

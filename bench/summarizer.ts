@@ -17,7 +17,7 @@ import { type AddressInfo, createServer } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { allScopes } from "@intake/domain"
-import { freshDatabaseUrl, probeTestServer } from "@intake/postgres"
+import { freshDatabaseUrl, probeTestServer } from "@intake/postgres/testing"
 // The model server alone: the package's index brings vitest.
 import { modelServer } from "@intake/testing/model-server"
 import autocannon from "autocannon"
@@ -58,6 +58,8 @@ const startIntake = async (env: Record<string, string>) => {
     cwd: join(root, "apps/server"),
     env: {
       PATH: process.env.PATH ?? "",
+      // Nothing balances load here: a stopped server need not drain.
+      INTAKE_SHUTDOWN_DRAIN: "0s",
       PORT: String(port),
       INTAKE_ADMIN_TOKEN: ADMIN_TOKEN,
       WEBHOOK_ALLOW_PRIVATE_NETWORKS: "true",

@@ -1,10 +1,11 @@
 /**
- * The server's HttpApp: one pipeline for every request (decisions.md section 2) and one
+ * The server's HttpApp: one pipeline for every request (docs/rules.md, Checks in order) and one
  * exit, so that every answer carries the envelope, X-Request-Id and, on /v1, the
  * rate-limit headers, whatever happened inside.
  */
 import { performance } from "node:perf_hooks"
 import { openApiDocument } from "@intake/api"
+import { DatabaseState } from "@intake/delivery"
 import {
   Access,
   ClientAddress,
@@ -13,7 +14,7 @@ import {
   type Principal,
   type RateLimitDecision
 } from "@intake/domain"
-import { CurrentRequestId, DatabaseState } from "@intake/worker"
+import { CurrentRequestId } from "@intake/node"
 import { Clock, Duration, Effect, FiberRef, Option, type Redacted } from "effect"
 import { type CorsOrigins, isPreflight, preflightHeaders, responseCorsHeaders } from "./cors.js"
 import { docsPage, makeScalarScript, SCALAR_SCRIPT_PATH } from "./docs.js"
@@ -83,6 +84,20 @@ const ready = Effect.gen(function* () {
     503
   )
 })
+
+/** /readyz once the server is stopping: still serving, but the load balancer should send elsewhere. */
+const stopping = () =>
+  json(
+    {
+      success: false,
+      error: {
+        code: "service_unavailable",
+        message: "The server is shutting down.",
+        details: { server: "stopping" }
+      }
+    },
+    503
+  )
 
 // The document never changes while the process runs: serialized once, not per request.
 let openApiBody: string | undefined
@@ -211,6 +226,7 @@ export type App<R> = (
 
 export const makeApp = (options: AppOptions) => {
   const scalarScript = makeScalarScript()
+  let draining = false
   const timeoutMs = Duration.toMillis(options.requestTimeout ?? DEFAULT_REQUEST_TIMEOUT)
   const route = (
     request: IncomingRequest,
@@ -237,7 +253,7 @@ export const makeApp = (options: AppOptions) => {
     if (request.method === "GET") {
       facts.route = path
       if (path === "/healthz") return Effect.succeed(ok())
-      if (path === "/readyz") return ready
+      if (path === "/readyz") return draining ? Effect.succeed(stopping()) : ready
       if (path === "/openapi.json") return Effect.succeed(openApi())
       if (path === "/docs") return Effect.succeed(docsPage())
       if (path === SCALAR_SCRIPT_PATH) return scalarScript
@@ -287,5 +303,9 @@ export const makeApp = (options: AppOptions) => {
       yield* Effect.logInfo(requestLogLine(request, facts, response.status, startedAt))
       return withHeader(response, "x-request-id", requestId)
     })
-  return { answer, deadlineExceeded, timeoutMs }
+  /** From now on /readyz answers 503 (server.ts, when the server is told to stop). */
+  const startDraining = () => {
+    draining = true
+  }
+  return { answer, deadlineExceeded, startDraining, timeoutMs }
 }

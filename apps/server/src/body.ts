@@ -4,10 +4,14 @@
  * Content-Length over the limit is refused without reading, and a body without one is
  * counted as it arrives: at the limit the reader stops keeping bytes and lets the rest
  * drain unread, so the client finishes sending and receives the 400 envelope.
+ *
+ * The read has a deadline of its own (INTAKE_BODY_TIMEOUT, docs/choices.md "Request
+ * bodies"): a body still arriving then is refused with 400 and its connection closed after
+ * the answer. The timer exists only while a body is being read.
  */
 import type { IncomingMessage } from "node:http"
 import { invalid, type ValidationFailed } from "@intake/domain"
-import { Effect } from "effect"
+import { Context, Duration, Effect } from "effect"
 import { parseJsonBody } from "./json-body.js"
 import type { IncomingRequest } from "./request.js"
 
@@ -17,13 +21,37 @@ const tooLarge = () => invalid([{ path: "", message: `the body is larger than ${
 
 const JSON_TYPE = /^application\/json\s*(;|$)/i
 
-type Read = { readonly _tag: "Complete"; readonly bytes: Buffer } | { readonly _tag: "TooLarge" }
+export const DEFAULT_BODY_TIMEOUT = Duration.seconds(10)
 
-const countedRead = (message: IncomingMessage, limit: number) =>
+/** INTAKE_BODY_TIMEOUT: how long a body may take to arrive, in ms (server.ts provides it). */
+export class BodyReadTimeout extends Context.Reference<BodyReadTimeout>()("@intake/server/BodyReadTimeout", {
+  defaultValue: () => Duration.toMillis(DEFAULT_BODY_TIMEOUT)
+}) {}
+
+/** Requests whose body stopped being read before its end: their connection closes after the answer. */
+const abandonedBodies = new WeakSet<IncomingMessage>()
+
+/** Whether the answer to `message` must close its connection (the rest of its body was never read). */
+export const bodyAbandoned = (message: IncomingMessage) => !message.complete && abandonedBodies.has(message)
+
+type Read =
+  | { readonly _tag: "Complete"; readonly bytes: Buffer }
+  | { readonly _tag: "TooLarge" }
+  | { readonly _tag: "TimedOut" }
+
+const countedRead = (message: IncomingMessage, limit: number, timeoutMs: number) =>
   Effect.async<Read, ValidationFailed>((resume) => {
     const chunks: Array<Buffer> = []
     let size = 0
+    const timer = setTimeout(() => {
+      cleanup()
+      abandonedBodies.add(message)
+      // Flowing without listeners: whatever still trickles in is discarded until the close.
+      message.resume()
+      resume(Effect.succeed({ _tag: "TimedOut" }))
+    }, timeoutMs)
     const cleanup = () => {
+      clearTimeout(timer)
       message.off("data", onData)
       message.off("end", onEnd)
       message.off("error", onError)
@@ -65,7 +93,13 @@ export const readJsonBody = (request: IncomingRequest) =>
     }
     const declared = request.headers["content-length"]
     if (declared !== undefined && Number(declared) > MAX_BODY_BYTES) return yield* tooLarge()
-    const read = yield* countedRead(request.message, MAX_BODY_BYTES)
+    const timeoutMs = yield* BodyReadTimeout
+    const read = yield* countedRead(request.message, MAX_BODY_BYTES, timeoutMs)
     if (read._tag === "TooLarge") return yield* tooLarge()
+    if (read._tag === "TimedOut") {
+      return yield* invalid([
+        { path: "", message: `the body did not arrive within ${Duration.format(Duration.millis(timeoutMs))}` }
+      ])
+    }
     return yield* parseJsonBody(read.bytes, request.headers["content-encoding"], MAX_BODY_BYTES)
   })

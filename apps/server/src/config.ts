@@ -1,9 +1,11 @@
 /**
- * The server's configuration (decisions.md section 9), read through effect `Config` so a
+ * The server's configuration (docs/rules.md, Running), read through effect `Config` so a
  * bad value fails at start with the variable's name.
  */
+
+import { type SummarizerConfig, summarizerConfig } from "@intake/delivery"
 import { ClientAddress, RetrySchedule } from "@intake/domain"
-import { logLevelConfig, type SummarizerConfig, summarizerConfig } from "@intake/worker"
+import { logLevelConfig } from "@intake/node"
 import { Config, ConfigError, Duration, Either, type LogLevel, Option, Redacted } from "effect"
 import { type CorsOrigins, parseCorsOrigins } from "./cors.js"
 
@@ -24,6 +26,10 @@ export interface ServerConfig {
   readonly logLevel: LogLevel.LogLevel
   /** REQUEST_TIMEOUT: a request not answered by then answers 500 (default 30 s). */
   readonly requestTimeout: Duration.Duration
+  /** INTAKE_BODY_TIMEOUT: a request body still arriving then answers 400 (default 10 s). */
+  readonly bodyTimeout: Duration.Duration
+  /** INTAKE_SHUTDOWN_DRAIN: how long a stopping server drains before it stops accepting (default 5 s; 0 for none). */
+  readonly shutdownDrain: Duration.Duration
   /** INTAKE_TRUSTED_PROXIES: whose X-Forwarded-For names the client (none by default). */
   readonly trustedProxies: ReadonlyArray<ClientAddress.AddressRange>
   /** INTAKE_CORS_ORIGINS: origins answered as CORS on /v1; undefined, CORS is off. */
@@ -51,6 +57,19 @@ const duration = (name: string, fallback: string) =>
     Config.mapOrFail((text) =>
       // The path names the variable in the one line a bad value prints.
       Either.mapLeft(parseDuration(text), (message) => ConfigError.InvalidData([name], message))
+    )
+  )
+
+/** As `duration`, and a zero (`0`, `0s`...) for none. */
+const durationOrZero = (name: string, fallback: string) =>
+  Config.string(name).pipe(
+    Config.withDefault(fallback),
+    Config.mapOrFail((text) =>
+      /^0(ms|s|m|h|d)?$/.test(text.trim())
+        ? Either.right(Duration.zero)
+        : Either.mapLeft(parseDuration(text), (message) =>
+            ConfigError.InvalidData([name], `${message}, or 0 for none`)
+          )
     )
   )
 
@@ -92,6 +111,8 @@ export const serverConfig: Config.Config<ServerConfig> = Config.all({
   keyCacheTtl: duration("INTAKE_KEY_CACHE_TTL", "60s"),
   logLevel: logLevelConfig,
   requestTimeout: duration("REQUEST_TIMEOUT", "30s"),
+  bodyTimeout: duration("INTAKE_BODY_TIMEOUT", "10s"),
+  shutdownDrain: durationOrZero("INTAKE_SHUTDOWN_DRAIN", "5s"),
   trustedProxies,
   corsOrigins: Config.string("INTAKE_CORS_ORIGINS").pipe(
     Config.withDefault(""),

@@ -1,4 +1,4 @@
-/** The operator interface (decisions.md section 8), bound to the use cases. */
+/** The operator interface (docs/rules.md, Operator API), bound to the use cases. */
 
 import * as Api from "@intake/api"
 import {

@@ -188,12 +188,44 @@ export const v1Routes: ReadonlyArray<Route<V1Services>> = [
     ({ principal, path, urlParams }) =>
       Effect.map(
         Effect.flatMap(Deliveries, (deliveries) =>
-          deliveries.list(principal.workspace.id, path.id, listQuery(urlParams))
+          deliveries.list(principal.workspace.id, path.id, {
+            ...listQuery(urlParams),
+            status: urlParams.status ?? null,
+            eventType: urlParams.event_type ?? null,
+            submissionId: urlParams.submission_id ?? null,
+            createdAfter: urlParams.created_after ?? null,
+            createdBefore: urlParams.created_before ?? null
+          })
         ),
         (listed) => ({
           deliveries: listed.items.map(Api.deliveryToWire),
           pagination: pagination(listed.nextCursor)
         })
+      ),
+    v1
+  ),
+  serve(
+    Api.getDelivery,
+    ({ principal, path }) =>
+      Effect.map(
+        Effect.flatMap(Deliveries, (deliveries) =>
+          deliveries.get(principal.workspace.id, path.id, path.deliveryId)
+        ),
+        (delivery) => ({ delivery: Api.deliveryToWire(delivery) })
+      ),
+    v1
+  ),
+  serve(
+    Api.recoverWebhook,
+    ({ principal, path, payload }) =>
+      Effect.map(
+        Effect.flatMap(Deliveries, (deliveries) =>
+          deliveries.recover(principal.workspace.id, path.id, {
+            since: payload.since,
+            until: payload.until ?? null
+          })
+        ),
+        (recovery) => ({ recovery: Api.recoveryToWire(recovery) })
       ),
     v1
   ),

@@ -6,7 +6,7 @@
  */
 import * as Path from "node:path"
 import { NodeRuntime } from "@effect/platform-node"
-import { loggingLayer } from "@intake/worker"
+import { loggingLayer } from "@intake/node"
 import { Console, Duration, Effect, Layer, Option } from "effect"
 import { describeConfigError, serverConfig, wantsDemo } from "./config.js"
 import { StoreStatus } from "./database.js"
@@ -37,6 +37,8 @@ const program = Effect.gen(function* () {
     port: config.port,
     adminToken: config.adminToken,
     requestTimeout: config.requestTimeout,
+    bodyTimeout: config.bodyTimeout,
+    shutdownDrain: config.shutdownDrain,
     trustedProxies: config.trustedProxies,
     corsOrigins: config.corsOrigins
   }).pipe(Layer.provideMerge(services))

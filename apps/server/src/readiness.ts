@@ -1,6 +1,6 @@
 /**
  * What /readyz asks beside the database (DatabaseState): the other backing services the runtime
- * was configured with, Redis when REDIS_URL is set (decisions.md section 9). A runtime
+ * was configured with, Redis when REDIS_URL is set (docs/rules.md, Running). A runtime
  * without this service has none.
  */
 import { Context, Effect } from "effect"

@@ -8,8 +8,16 @@
  */
 import * as Path from "node:path"
 import type { SqlClient } from "@effect/sql"
+import {
+  deliveryEngine,
+  dispatcherLayer,
+  type SummarizerConfig,
+  summarizerLayers,
+  watchDatabase
+} from "@intake/delivery"
 import { type AccessSettings, makeUseCasesLayer, WebhookSettings } from "@intake/domain"
-import { MemoryPortsLive } from "@intake/memory"
+import { InProcessLive, MemoryPortsLive } from "@intake/memory"
+import { NodePlatformLive } from "@intake/node"
 import {
   databaseIsEmpty,
   PglitePortsLive,
@@ -19,13 +27,6 @@ import {
   type SqlDatabase
 } from "@intake/postgres"
 import { RedisConnection, RedisLive } from "@intake/redis"
-import {
-  deliveryEngine,
-  dispatcherLayer,
-  type SummarizerConfig,
-  summarizerLayers,
-  watchDatabase
-} from "@intake/worker"
 import { type Duration, Effect, Layer, Option, Redacted } from "effect"
 import { StoreStatus } from "./database.js"
 import { Readiness, readinessOf } from "./readiness.js"
@@ -39,7 +40,7 @@ export interface RuntimeOptions {
   /** Access settings beyond the domain's defaults (e.g. the key cache TTL). */
   readonly access?: Partial<AccessSettings>
 
-  /** WEBHOOK_RETRY_SCHEDULE in milliseconds; decisions.md's default when omitted. */
+  /** WEBHOOK_RETRY_SCHEDULE in milliseconds; the default of docs/rules.md, Webhooks and deliveries, when omitted. */
   readonly webhookRetrySchedule?: ReadonlyArray<number>
   /** WEBHOOK_DISABLE_AFTER in milliseconds; 5 days when omitted. */
   readonly webhookDisableAfterMs?: number
@@ -128,7 +129,16 @@ const withUseCases = <ROut, E>(ports: Layer.Layer<ROut, E>, options: RuntimeOpti
   ).pipe(Layer.provideMerge(useCases))
 }
 
-export const embeddedRuntime = (options: RuntimeOptions) => withUseCases(MemoryPortsLive, options)
+export const embeddedRuntime = (options: RuntimeOptions) =>
+  withUseCases(MemoryPortsLive.pipe(Layer.provideMerge(NodePlatformLive)), options)
+
+type PortsFromThisInstance =
+  | Layer.Layer.Success<typeof InProcessLive>
+  | Layer.Layer.Success<typeof NodePlatformLive>
+
+/** The ports on a database, with the platform and what stays in this process beside them. */
+const onThisInstance = <A, E>(ports: Layer.Layer<A, E, PortsFromThisInstance>) =>
+  ports.pipe(Layer.provideMerge(Layer.merge(InProcessLive, NodePlatformLive)))
 
 /** StoreStatus over the SqlClient of the ports, and the DatabaseState its watcher keeps. */
 const sqlStoreStatus = (description: string, options: RuntimeOptions) =>
@@ -147,10 +157,14 @@ const sqlStoreStatus = (description: string, options: RuntimeOptions) =>
   )
 
 const onSql = <E>(
-  ports: Layer.Layer<SqlClient.SqlClient | Layer.Layer.Success<ReturnType<typeof PostgresPortsLive>>, E>,
+  ports: Layer.Layer<
+    SqlClient.SqlClient | Layer.Layer.Success<ReturnType<typeof PostgresPortsLive>>,
+    E,
+    PortsFromThisInstance
+  >,
   description: string,
   options: RuntimeOptions
-) => withUseCases(Layer.provideMerge(sqlStoreStatus(description, options), ports), options)
+) => withUseCases(Layer.provideMerge(sqlStoreStatus(description, options), onThisInstance(ports)), options)
 
 /** Every use case over the ports on a database client layer (tests pass a fresh database). */
 export const sqlRuntime = <E>(

@@ -1,6 +1,6 @@
 import { expect, layer } from "@effect/vitest"
 import { ApiKeyFormat, Crypto } from "@intake/domain"
-import { NodeCryptoLive } from "@intake/memory"
+import { NodeCryptoLive } from "@intake/node"
 import { Effect } from "effect"
 import { BaseUrl, call } from "./harness.js"
 import { admin, dataOf, expectError, expectHeaders, provision, realServer, shift } from "./support.js"

@@ -5,7 +5,7 @@
  */
 import { expect, layer } from "@effect/vitest"
 import { Access, IntakeBots } from "@intake/domain"
-import { jsonLineLogger } from "@intake/worker"
+import { jsonLineLogger } from "@intake/node"
 import { Duration, Effect, Layer, Logger } from "effect"
 import { embeddedRuntime } from "../src/runtime.js"
 import { type Answer, BaseUrl, call, testServer } from "./harness.js"

@@ -1,5 +1,5 @@
 import { expect, layer } from "@effect/vitest"
-import { jsonLineLogger } from "@intake/worker"
+import { jsonLineLogger } from "@intake/node"
 import { Effect, Layer, Logger } from "effect"
 import { BaseUrl, call, testServer } from "./harness.js"
 import { STUB_KEY, StubServices } from "./stubs.js"

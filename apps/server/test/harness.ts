@@ -13,6 +13,9 @@ export const testServer = <E, R>(
   options: {
     readonly admin?: boolean
     readonly requestTimeout?: Duration.DurationInput
+    readonly bodyTimeout?: Duration.DurationInput
+    /** Node's headersTimeout, in ms. */
+    readonly headersTimeoutMs?: number
     /** INTAKE_TRUSTED_PROXIES, as its text. */
     readonly trustedProxies?: string
     readonly corsOrigins?: CorsOrigins
@@ -28,6 +31,8 @@ export const testServer = <E, R>(
         host: "127.0.0.1",
         adminToken: options.admin === false ? Option.none() : Option.some(Redacted.make(ADMIN_TOKEN)),
         ...(options.requestTimeout === undefined ? {} : { requestTimeout: options.requestTimeout }),
+        ...(options.bodyTimeout === undefined ? {} : { bodyTimeout: options.bodyTimeout }),
+        ...(options.headersTimeoutMs === undefined ? {} : { headersTimeoutMs: options.headersTimeoutMs }),
         ...(options.trustedProxies === undefined
           ? {}
           : { trustedProxies: Either.getOrThrow(ClientAddress.parseTrustedProxies(options.trustedProxies)) }),

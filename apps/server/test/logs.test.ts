@@ -3,7 +3,7 @@
  * ids and outcomes, and never an API key, a webhook secret, a header or a body.
  */
 import { expect, layer } from "@effect/vitest"
-import { jsonLineLogger } from "@intake/worker"
+import { jsonLineLogger } from "@intake/node"
 import { Effect, Layer, Logger } from "effect"
 import { BaseUrl, call } from "./harness.js"
 import { localReceiver } from "./receiver.js"

@@ -4,8 +4,8 @@
  */
 import { performance } from "node:perf_hooks"
 import { expect, it } from "@effect/vitest"
-import { freshDatabaseUrl } from "@intake/postgres"
-import { redisUrl, scopedPrefix, withRedis } from "@intake/redis/test-support"
+import { freshDatabaseUrl } from "@intake/postgres/testing"
+import { redisUrl, scopedPrefix, withRedis } from "@intake/redis/testing"
 import { Effect } from "effect"
 import { ADMIN_TOKEN, call } from "./harness.js"
 import { type ServerProcess, startServer, timedGet } from "./process.js"

@@ -6,8 +6,8 @@
  * server logs the database going away and coming back, once each, before anyone asks /readyz.
  */
 import { describe, expect, layer } from "@effect/vitest"
-import { freshDatabaseUrl, probeTestServer, testServerUrl } from "@intake/postgres"
-import { jsonLineLogger } from "@intake/worker"
+import { jsonLineLogger } from "@intake/node"
+import { freshDatabaseUrl, probeTestServer, testServerUrl } from "@intake/postgres/testing"
 import { Context, Duration, Effect, Layer, Logger, Redacted } from "effect"
 import { postgresRuntime } from "../src/runtime.js"
 import { type Answer, BaseUrl, call, testServer } from "./harness.js"

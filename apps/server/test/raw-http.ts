@@ -1,6 +1,8 @@
 /** node:http and node:net clients for what fetch hides: chunked bodies, exact sizes, resets. */
 import { type IncomingMessage, request } from "node:http"
+import { connect } from "node:net"
 import { Effect } from "effect"
+import type { Answer } from "./harness.js"
 
 export interface RawAnswer {
   readonly status: number
@@ -87,3 +89,108 @@ export const rawRequest = (
     req.on("error", (error) => resume(Effect.fail(error)))
     req.end()
   })
+
+/** A TCP connection that speaks HTTP/1.1 as written: requests are sent byte for byte. */
+export interface RawConnection {
+  readonly write: (bytes: string | Buffer) => void
+  /** The next whole answer on the connection (framed by its Content-Length). */
+  readonly answer: Effect.Effect<Answer, Error>
+  /** Whether the server has closed the connection. */
+  readonly closed: () => boolean
+  /** Waits until the server closes the connection. */
+  readonly whenClosed: Effect.Effect<void>
+  readonly destroy: () => void
+  /** Ends the connection with a TCP reset. */
+  readonly reset: () => void
+}
+
+/** The first whole answer in `bytes`, and what follows it; undefined while it is incomplete. */
+const parseAnswer = (bytes: Buffer): { answer: Answer; rest: Buffer } | undefined => {
+  const end = bytes.indexOf("\r\n\r\n")
+  if (end < 0) return undefined
+  const [statusLine = "", ...lines] = bytes.subarray(0, end).toString("latin1").split("\r\n")
+  const headers = new Headers()
+  for (const line of lines) {
+    const colon = line.indexOf(":")
+    headers.append(line.slice(0, colon).trim(), line.slice(colon + 1).trim())
+  }
+  const length = Number(headers.get("content-length") ?? 0)
+  if (bytes.length < end + 4 + length) return undefined
+  const text = bytes.subarray(end + 4, end + 4 + length).toString("utf8")
+  let body: unknown = text
+  try {
+    body = JSON.parse(text)
+  } catch {}
+  return {
+    answer: { status: Number(statusLine.split(" ")[1]), headers, body },
+    rest: bytes.subarray(end + 4 + length)
+  }
+}
+
+/** A raw connection to the server at `baseUrl`, destroyed when the scope closes. */
+export const rawConnection = (baseUrl: string) =>
+  Effect.acquireRelease(
+    Effect.async<RawConnection, Error>((resume) => {
+      const url = new URL(baseUrl)
+      const socket = connect(Number(url.port), url.hostname)
+      let received: Buffer = Buffer.alloc(0)
+      let isClosed = false
+      const listeners = new Set<() => void>()
+      const notify = () => {
+        for (const listener of listeners) listener()
+      }
+      socket.on("data", (chunk: Buffer) => {
+        received = Buffer.concat([received, chunk])
+        notify()
+      })
+      socket.on("close", () => {
+        isClosed = true
+        notify()
+      })
+      // A reset after the answer is the server closing too; a test asserts on what it received.
+      socket.on("error", () => {})
+      const when = <A>(ready: () => A | undefined, onClose: () => Effect.Effect<A, Error>) =>
+        Effect.async<A, Error>((resumeWait) => {
+          const check = () => {
+            const value = ready()
+            if (value !== undefined) {
+              listeners.delete(check)
+              resumeWait(Effect.succeed(value))
+            } else if (isClosed) {
+              listeners.delete(check)
+              resumeWait(onClose())
+            }
+          }
+          listeners.add(check)
+          check()
+          return Effect.sync(() => listeners.delete(check))
+        })
+      socket.once("connect", () =>
+        resume(
+          Effect.succeed({
+            write: (bytes) => socket.write(bytes),
+            answer: when(
+              () => {
+                const parsed = parseAnswer(received)
+                if (parsed === undefined) return undefined
+                received = parsed.rest
+                return parsed.answer
+              },
+              () => Effect.fail(new Error(`closed without a whole answer: ${received.toString("latin1")}`))
+            ),
+            closed: () => isClosed,
+            whenClosed: Effect.orDie(
+              when(
+                () => (isClosed ? true : undefined),
+                () => Effect.succeed(true)
+              )
+            ).pipe(Effect.asVoid),
+            destroy: () => socket.destroy(),
+            reset: () => socket.resetAndDestroy()
+          })
+        )
+      )
+      socket.once("error", (error) => resume(Effect.fail(error)))
+    }),
+    (connection) => Effect.sync(connection.destroy)
+  )

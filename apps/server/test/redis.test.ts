@@ -10,7 +10,7 @@ import {
   startRedisProxy,
   uniquePrefix,
   withRedis
-} from "@intake/redis/test-support"
+} from "@intake/redis/testing"
 import { Effect, Layer, Option, Redacted } from "effect"
 import { embeddedRuntime } from "../src/runtime.js"
 import { BaseUrl, call, testServer } from "./harness.js"

@@ -1,6 +1,7 @@
 /**
- * SIGTERM on a server with a request in flight: it stops accepting connections, lets the
- * request finish with its full answer, and exits 0 within its bound.
+ * SIGTERM on a server: it drains first (INTAKE_SHUTDOWN_DRAIN: /readyz 503, requests still
+ * served, each answer closing its connection), then stops accepting connections, lets the
+ * requests in flight finish with their full answer, and exits 0 within its bound.
  */
 import { request } from "node:http"
 import { connect } from "node:net"
@@ -8,7 +9,8 @@ import { performance } from "node:perf_hooks"
 import { expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { SHUTDOWN_TIMEOUT_MS } from "../src/server.js"
-import { startServer } from "./process.js"
+import { startServer, timedGet } from "./process.js"
+import { rawConnection } from "./raw-http.js"
 
 /** A POST whose body is sent in two halves: `sendRest` sends the second; `answer` is the response. */
 const slowPost = (baseUrl: string, path: string, key: string, body: string) => {
@@ -97,6 +99,59 @@ it.scopedLive(
       const exit = yield* Effect.promise(() => exited)
       expect(exit.code, server.output().stderr).toBe(0)
       expect(exit.at - signalledAt).toBeLessThan(SHUTDOWN_TIMEOUT_MS)
+    }),
+  120_000
+)
+
+it.scopedLive(
+  "SIGTERM drains: /readyz answers 503, a request on a reused keep-alive connection gets its full answer with Connection: close, exit 0 after the drain",
+  () =>
+    Effect.gen(function* () {
+      const DRAIN_MS = 1_000
+      const server = yield* startServer({ INTAKE_SHUTDOWN_DRAIN: `${DRAIN_MS}ms` })
+      const key = server.demoKey!
+      const exited = new Promise<{ code: number | null; at: number }>((resolve) =>
+        server.child.once("exit", (code) => resolve({ code, at: performance.now() }))
+      )
+      const listBots = `GET /v1/intake-bots HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${key}\r\n\r\n`
+      const connection = yield* rawConnection(server.baseUrl)
+      connection.write(listBots)
+      const before = yield* connection.answer
+      expect(before.status).toBe(200)
+      expect(before.headers.get("connection")).toBe("keep-alive")
+
+      const signalledAt = performance.now()
+      server.child.kill("SIGTERM")
+      // The signal reaches the process a moment later: /readyz turns 503 then, on new connections.
+      let ready = yield* timedGet(server.baseUrl, "/readyz")
+      while (ready.status === 200 && performance.now() - signalledAt < DRAIN_MS) {
+        yield* Effect.sleep("10 millis")
+        ready = yield* timedGet(server.baseUrl, "/readyz")
+      }
+      expect(ready.status, ready.body).toBe(503)
+      expect(JSON.parse(ready.body)).toMatchObject({
+        success: false,
+        error: { code: "service_unavailable", message: "The server is shutting down." }
+      })
+      expect(ready.headers.get("x-request-id")).toMatch(/^req_[0-9a-f]{32}$/)
+
+      // The connection opened before the signal is still served, and told to close.
+      connection.write(listBots)
+      const during = yield* connection.answer
+      expect(during.status, JSON.stringify(during.body)).toBe(200)
+      expect(during.body).toMatchObject({
+        success: true,
+        data: { intake_bots: [{ name: expect.any(String) }] }
+      })
+      expect(during.headers.get("connection")).toBe("close")
+      expect(during.headers.get("x-ratelimit-limit")).toMatch(/^\d+$/)
+      yield* connection.whenClosed
+      expect(server.child.exitCode).toBeNull()
+
+      const exit = yield* Effect.promise(() => exited)
+      expect(exit.code, server.output().stderr).toBe(0)
+      expect(exit.at - signalledAt).toBeGreaterThanOrEqual(DRAIN_MS)
+      expect(exit.at - signalledAt).toBeLessThan(DRAIN_MS + SHUTDOWN_TIMEOUT_MS)
     }),
   120_000
 )

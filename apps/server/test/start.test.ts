@@ -5,13 +5,8 @@ import { createServer } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { expect, it } from "@effect/vitest"
-import {
-  databaseIsEmpty,
-  freshDatabaseUrl,
-  layerPostgres,
-  probeTestServer,
-  testServerUrl
-} from "@intake/postgres"
+import { databaseIsEmpty, layerPostgres } from "@intake/postgres"
+import { freshDatabaseUrl, probeTestServer, testServerUrl } from "@intake/postgres/testing"
 import { Effect, Redacted } from "effect"
 import { environment, freePort } from "./process.js"
 

@@ -13,7 +13,7 @@ import {
   Submissions,
   Webhooks
 } from "@intake/domain"
-import { NodeCryptoLive } from "@intake/memory"
+import { NodeCryptoLive } from "@intake/node"
 import { Effect, Layer } from "effect"
 
 export const STUB_KEY = "svc_live_stubstubstubstubstubstubstubstub000000"

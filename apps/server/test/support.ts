@@ -2,7 +2,8 @@
 
 import { expect } from "@effect/vitest"
 import type { MemoryDatabase } from "@intake/memory"
-import { layerPglite, PostgresTestDatabase } from "@intake/postgres"
+import { layerPglite } from "@intake/postgres"
+import { PostgresTestDatabase } from "@intake/postgres/testing"
 import { Clock, Effect, Layer } from "effect"
 import type { CorsOrigins } from "../src/cors.js"
 import { embeddedRuntime, type RuntimeOptions, sqlRuntime } from "../src/runtime.js"
@@ -48,12 +49,17 @@ export const realServer = (
     /** WEBHOOK_RETRY_SCHEDULE in milliseconds. */
     readonly retrySchedule?: ReadonlyArray<number>
     readonly corsOrigins?: CorsOrigins
+    /** The in-process dispatcher's longest sleep (1 s by default). */
+    readonly dispatcherPollMs?: number
   } = {}
 ) =>
   testServer(
     runtimeFor({
       webhookAllowPrivateNetworks: options.allowPrivateNetworks ?? false,
-      ...(options.retrySchedule === undefined ? {} : { webhookRetrySchedule: options.retrySchedule })
+      ...(options.retrySchedule === undefined ? {} : { webhookRetrySchedule: options.retrySchedule }),
+      ...(options.dispatcherPollMs === undefined
+        ? {}
+        : { dispatcher: { pollIntervalMs: options.dispatcherPollMs } })
     }),
     {
       admin: options.admin ?? true,

@@ -8,13 +8,19 @@
  * summary jobs (docs/choices.md, "Summaries").
  */
 import { NodeRuntime } from "@effect/platform-node"
+import {
+  deliveryConfig,
+  deliveryEngine,
+  dispatcherLayer,
+  summarizerConfig,
+  summarizerLayers,
+  watchDatabase
+} from "@intake/delivery"
 import { WebhookSettings } from "@intake/domain"
+import { InProcessLive } from "@intake/memory"
+import { loggingLayer, logLevelConfig, NodePlatformLive } from "@intake/node"
 import { PostgresPortsLive, pingDatabase } from "@intake/postgres"
 import { Cause, Config, ConfigError, Console, Effect, Layer, Option } from "effect"
-import { deliveryConfig, deliveryEngine, dispatcherLayer } from "./config.js"
-import { watchDatabase } from "./database-state.js"
-import { loggingLayer, logLevelConfig } from "./logging.js"
-import { summarizerConfig, summarizerLayers } from "./summarizer-config.js"
 
 const program = Effect.gen(function* () {
   const config = yield* deliveryConfig
@@ -27,6 +33,9 @@ const program = Effect.gen(function* () {
     )
     return yield* Effect.fail("DATABASE_URL is not set")
   }
+  const ports = PostgresPortsLive({ url: databaseUrl.value }).pipe(
+    Layer.provideMerge(Layer.merge(InProcessLive, NodePlatformLive))
+  )
   const engine = deliveryEngine({
     allowPrivateNetworks: config.allowPrivateNetworks,
     settings: {
@@ -38,9 +47,9 @@ const program = Effect.gen(function* () {
     Layer.provideMerge(
       Layer.mergeAll(
         Option.match(summaries.model, {
-          onNone: () => PostgresPortsLive({ url: databaseUrl.value }),
+          onNone: () => ports,
           // The right side of a merge wins: the model summarizer replaces the ports' built-in one.
-          onSome: ({ summarizer }) => Layer.merge(PostgresPortsLive({ url: databaseUrl.value }), summarizer)
+          onSome: ({ summarizer }) => Layer.merge(ports, summarizer)
         }),
         WebhookSettings.layer({ allowPrivateNetworks: config.allowPrivateNetworks }),
         summaries.settings

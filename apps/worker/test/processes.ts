@@ -24,7 +24,7 @@ import {
   Webhooks,
   WorkspaceRepository
 } from "@intake/domain"
-import { pgPortsOn, probeTestServer, testServerUrl } from "@intake/postgres"
+import { instancePortsOn, probeTestServer, testServerUrl } from "@intake/postgres/testing"
 import { anIntakeBot, aWorkspace, domainEventRecord, submissionRecord } from "@intake/testing"
 import { Clock, Duration, Effect, Layer, Redacted } from "effect"
 
@@ -149,7 +149,7 @@ export const useCasesOn = (url: string) =>
   UseCasesLive.pipe(
     Layer.provideMerge(
       Layer.merge(
-        pgPortsOn(PgClient.layer({ url: Redacted.make(url) })),
+        instancePortsOn(PgClient.layer({ url: Redacted.make(url) })),
         WebhookSettings.layer({ allowPrivateNetworks: true })
       )
     )

@@ -7,7 +7,7 @@
 import { performance } from "node:perf_hooks"
 import { expect, it } from "@effect/vitest"
 import { DeliveryRepository, Webhooks } from "@intake/domain"
-import { freshDatabaseUrl } from "@intake/postgres"
+import { freshDatabaseUrl } from "@intake/postgres/testing"
 import { Effect, Layer } from "effect"
 import {
   describePostgres,

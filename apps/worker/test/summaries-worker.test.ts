@@ -6,10 +6,10 @@
 import * as PgClient from "@effect/sql-pg/PgClient"
 import { expect, it } from "@effect/vitest"
 import { Submissions, UseCasesLive, WebhookSettings } from "@intake/domain"
-import { freshDatabaseUrl, pgPortsOn } from "@intake/postgres"
+import { ModelSummarizer } from "@intake/node"
+import { freshDatabaseUrl, instancePortsOn } from "@intake/postgres/testing"
 import { modelServer } from "@intake/testing"
 import { Effect, Layer, Option, Redacted } from "effect"
-import { ModelSummarizer } from "../src/model-summarizer.js"
 import {
   describePostgres,
   givenEndpoint,
@@ -38,7 +38,7 @@ describePostgres("a worker process with a model summarizer", () => {
             Layer.provideMerge(
               Layer.mergeAll(
                 Layer.merge(
-                  pgPortsOn(PgClient.layer({ url: Redacted.make(database.url) })),
+                  instancePortsOn(PgClient.layer({ url: Redacted.make(database.url) })),
                   ModelSummarizer({ url: model.url, model: "gpt-4.1-mini", apiKey: Option.none() })
                 ),
                 WebhookSettings.layer({ allowPrivateNetworks: true })

@@ -9,7 +9,7 @@
  */
 import { SqlClient } from "@effect/sql"
 import { expect, it } from "@effect/vitest"
-import { freshDatabaseUrl } from "@intake/postgres"
+import { freshDatabaseUrl } from "@intake/postgres/testing"
 import { Duration, Effect, Layer } from "effect"
 import { Webhook } from "standardwebhooks"
 import {

@@ -1,5 +1,5 @@
 /**
- * The operator interface (decisions.md section 8): not part of the public API, enabled
+ * The operator interface (docs/rules.md, Operator API): not part of the public API, enabled
  * only when the server has INTAKE_ADMIN_TOKEN, answering in the same envelope.
  */
 import {

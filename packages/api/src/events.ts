@@ -1,5 +1,5 @@
 /**
- * The webhook payloads (decisions.md section 7) as wire schemas, for the OpenAPI
+ * The webhook payloads (docs/rules.md, Webhooks and deliveries) as wire schemas, for the OpenAPI
  * `webhooks` section. The payloads themselves are built by the domain's EventPayloads;
  * the type checks at the end keep these schemas and those builders in step.
  */

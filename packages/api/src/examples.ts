@@ -67,6 +67,7 @@ const delivery = {
   error: null,
   duration_ms: 42,
   next_retry_at: null,
+  sent_at: CREATED,
   created_at: CREATED
 }
 
@@ -177,13 +178,24 @@ export const operationExamples = {
           status: "pending",
           response_status: null,
           response_body: null,
-          duration_ms: null
+          duration_ms: null,
+          sent_at: null
         }
       }
     } satisfies V1.DeliveryOneEncoded
   },
   listDeliveries: {
     response: { success: true, data: { deliveries: [delivery], pagination } } satisfies V1.DeliveryListEncoded
+  },
+  getDelivery: {
+    response: { success: true, data: { delivery } } satisfies V1.DeliveryOneEncoded
+  },
+  recoverWebhook: {
+    request: { since: "2026-11-20T08:00:00.000Z" } satisfies V1.RecoverWebhookBodyEncoded,
+    response: {
+      success: true,
+      data: { recovery: { queued: 212, since: "2026-11-20T08:00:00.000Z", until: UPDATED } }
+    } satisfies V1.RecoveryOneEncoded
   },
   redeliver: {
     response: {
@@ -197,7 +209,8 @@ export const operationExamples = {
           status: "pending",
           response_status: null,
           response_body: null,
-          duration_ms: null
+          duration_ms: null,
+          sent_at: null
         }
       }
     } satisfies V1.DeliveryOneEncoded

@@ -6,6 +6,7 @@ import {
   type IntakeBotListItem,
   type IssuedApiKey,
   type Message,
+  type Recovery,
   type SchemaField,
   type SubmissionDetail,
   type SubmissionListItem,
@@ -19,6 +20,7 @@ import type {
   IntakeBotListItemWire,
   IntakeBotWire,
   IssuedApiKeyWire,
+  RecoveryWire,
   SchemaFieldWire,
   SubmissionListItemWire,
   SubmissionWire,
@@ -124,6 +126,7 @@ export const deliveryToWire = (delivery: Delivery): DeliveryWire => ({
   error: delivery.error,
   duration_ms: delivery.durationMs,
   next_retry_at: isoOrNull(delivery.nextRetryAt),
+  sent_at: isoOrNull(delivery.sentAt),
   created_at: isoTimestamp(delivery.createdAt)
 })
 
@@ -156,4 +159,10 @@ export const issuedApiKeyToWire = (issued: IssuedApiKey): IssuedApiKeyWire => ({
   scopes: issued.apiKey.scopes,
   expires_at: isoOrNull(issued.apiKey.expiresAt),
   created_at: isoTimestamp(issued.apiKey.createdAt)
+})
+
+export const recoveryToWire = (recovery: Recovery): RecoveryWire => ({
+  queued: recovery.queued,
+  since: isoTimestamp(recovery.since),
+  until: isoTimestamp(recovery.until)
 })

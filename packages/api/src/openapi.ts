@@ -17,7 +17,7 @@ import { apiErrors, ErrorEnvelope } from "./wire.js"
 // biome-ignore lint/suspicious/noExplicitAny: the document is plain JSON, rewritten in place
 type Json = any
 
-/** The codes any /v1 request can meet, whatever the endpoint (decisions.md section 2). */
+/** The codes any /v1 request can meet, whatever the endpoint (docs/rules.md, Checks in order). */
 const PIPELINE_ERRORS: ReadonlyArray<ErrorCode> = [
   "authentication_required",
   "workspace_archived",

@@ -1,6 +1,12 @@
 /** Path, query and header parameters shared by the endpoints, with the contract's messages. */
-import { DateTimes } from "@intake/domain"
+import { DateTimes, DeliveryStatus, EventPayloads, EventType } from "@intake/domain"
 import { Context, ParseResult, Schema } from "effect"
+
+/** A value of a fixed set, whose failure names every allowed value. */
+export const oneOf = <const L extends ReadonlyArray<string>>(...literals: L) =>
+  Schema.Literal(...literals).annotations({
+    message: () => `must be one of ${literals.map((literal) => `"${literal}"`).join(", ")}`
+  })
 
 /** What a bad date-time is told. */
 export const DATE_TIME_MESSAGE =
@@ -12,7 +18,7 @@ export class RequiredScope extends Context.Tag("@intake/api/RequiredScope")<
   "read:intake-bots" | "write:intake-bots" | "read:submissions" | "manage:webhooks"
 >() {}
 
-/** The error codes of the catalog (decisions.md section 1), each with the status it answers. */
+/** The error codes of the catalog (docs/rules.md, Errors), each with the status it answers. */
 export const errorStatus = {
   validation_failed: 400,
   authentication_required: 401,
@@ -81,6 +87,19 @@ export const ListParams = Schema.Struct({
 export const SubmissionListParams = Schema.Struct({
   limit: Schema.optionalWith(LimitParam, { exact: true }),
   cursor: Schema.optionalWith(Schema.String, { exact: true }),
+  created_after: Schema.optionalWith(DateTimeParam, { exact: true }),
+  created_before: Schema.optionalWith(DateTimeParam, { exact: true })
+})
+
+/** The delivery log's filters (docs/webhooks.md); each one narrows, and the cursor is bound to them. */
+export const DeliveryListParams = Schema.Struct({
+  limit: Schema.optionalWith(LimitParam, { exact: true }),
+  cursor: Schema.optionalWith(Schema.String, { exact: true }),
+  status: Schema.optionalWith(oneOf(...DeliveryStatus.literals), { exact: true }),
+  event_type: Schema.optionalWith(oneOf(...EventType.literals, EventPayloads.TEST_EVENT_TYPE), {
+    exact: true
+  }),
+  submission_id: Schema.optionalWith(Schema.String, { exact: true }),
   created_after: Schema.optionalWith(DateTimeParam, { exact: true }),
   created_before: Schema.optionalWith(DateTimeParam, { exact: true })
 })

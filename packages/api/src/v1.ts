@@ -13,6 +13,8 @@ import {
 } from "@effect/platform"
 import { Schema } from "effect"
 import {
+  DateTimeParam,
+  DeliveryListParams,
   DeliveryPath,
   EndpointErrors,
   IdempotencyHeaders,
@@ -33,6 +35,7 @@ import {
   NotFound,
   oneOf,
   Pagination,
+  RecoveryWire,
   SchemaFieldSummary,
   ServerError,
   SubmissionListItemWire,
@@ -46,7 +49,7 @@ import {
   WebhookWithSecretWire
 } from "./wire.js"
 
-/** Bearer API key (`svc_live_…`). The server checks it before routing (decisions.md 2). */
+/** Bearer API key (`svc_live_…`). The server checks it before routing (docs/rules.md, Checks in order). */
 export class ApiKeyAuth extends HttpApiMiddleware.Tag<ApiKeyAuth>()("ApiKeyAuth", {
   security: { bearer: HttpApiSecurity.bearer }
 }) {}
@@ -72,6 +75,11 @@ export const UpdateWebhookBody = Schema.Struct({
   status: Schema.optionalWith(oneOf("active", "paused"), { exact: true }),
   intake_bot_ids: Schema.optionalWith(Schema.Array(Schema.String), { exact: true })
 }).annotations({ identifier: "UpdateWebhookBody" })
+
+export const RecoverWebhookBody = Schema.Struct({
+  since: DateTimeParam,
+  until: Schema.optionalWith(DateTimeParam, { exact: true })
+}).annotations({ identifier: "RecoverWebhookBody" })
 
 // ---------------------------------------------------------------- answers
 
@@ -102,6 +110,7 @@ export const WebhookOne = success("WebhookOne", Schema.Struct({ webhook: Webhook
 export const WebhookCreated = success("WebhookCreated", Schema.Struct({ webhook: WebhookWithSecretWire }))
 export const Deleted = success("Deleted", Schema.Struct({ id: Schema.String, deleted: Schema.Literal(true) }))
 export const DeliveryOne = success("DeliveryOne", Schema.Struct({ delivery: DeliveryWire }))
+export const RecoveryOne = success("RecoveryOne", Schema.Struct({ recovery: RecoveryWire }))
 export const DeliveryList = success(
   "DeliveryList",
   Schema.Struct({ deliveries: Schema.Array(DeliveryWire), pagination: Pagination })
@@ -245,13 +254,37 @@ export const listDeliveries = HttpApiEndpoint.get("listDeliveries", "/v1/webhook
   .annotate(OpenApi.Summary, "List an endpoint's deliveries")
   .annotate(
     OpenApi.Description,
-    "The delivery attempts to this endpoint, newest first: status, response status and body excerpt, duration, next retry."
+    "The delivery attempts to this endpoint, newest first: status, response status and body excerpt, duration, when it was sent, next retry. Filter by `status`, `event_type`, `submission_id` (the attempts of the events that submission raised) and creation time (`created_after`, `created_before`, inclusive); a cursor works only with the filters it was made with."
   )
   .setPath(IdPath)
-  .setUrlParams(ListParams)
+  .setUrlParams(DeliveryListParams)
   .addSuccess(DeliveryList)
   .annotate(RequiredScope, "manage:webhooks")
   .annotate(EndpointErrors, ["validation_failed", "resource_not_found"])
+
+export const getDelivery = HttpApiEndpoint.get("getDelivery", "/v1/webhooks/:id/deliveries/:deliveryId")
+  .annotate(OpenApi.Summary, "Get a delivery")
+  .annotate(
+    OpenApi.Description,
+    "One delivery attempt of this endpoint: its status and why, the receiver's answer, when it was sent and when it is retried."
+  )
+  .setPath(DeliveryPath)
+  .addSuccess(DeliveryOne)
+  .annotate(RequiredScope, "manage:webhooks")
+  .annotate(EndpointErrors, ["resource_not_found"])
+
+export const recoverWebhook = HttpApiEndpoint.post("recoverWebhook", "/v1/webhooks/:id/recover")
+  .annotate(OpenApi.Summary, "Recover missed events")
+  .annotate(
+    OpenApi.Description,
+    "Queues again every event that occurred from `since` to `until` (default: now), that this endpoint takes and has not received: no succeeded attempt, none pending (so a second call queues nothing twice). Each is queued once, oldest first, with trigger `recover`; the answer says how many. The endpoint must be active: a paused or disabled one answers 409 (set its status to `active` first). Events older than the endpoint, or than what is kept, are not queued."
+  )
+  .setPath(IdPath)
+  .setHeaders(IdempotencyHeaders)
+  .setPayload(RecoverWebhookBody)
+  .addSuccess(RecoveryOne)
+  .annotate(RequiredScope, "manage:webhooks")
+  .annotate(EndpointErrors, ["validation_failed", "resource_not_found", "conflict", "idempotency_conflict"])
 
 export const redeliver = HttpApiEndpoint.post(
   "redeliver",
@@ -301,10 +334,15 @@ export class WebhooksGroup extends HttpApiGroup.make("webhooks")
 /** Test, delivery log and redeliver of a webhook endpoint. */
 export class DeliveriesGroup extends HttpApiGroup.make("deliveries")
   .annotate(OpenApi.Title, "Deliveries")
-  .annotate(OpenApi.Description, "Test an endpoint, read its delivery log and redeliver an event.")
+  .annotate(
+    OpenApi.Description,
+    "Test an endpoint, read its delivery log, redeliver an event and recover the events it missed."
+  )
   .add(testWebhook)
   .add(listDeliveries)
-  .add(redeliver) {}
+  .add(getDelivery)
+  .add(redeliver)
+  .add(recoverWebhook) {}
 
 /** The served API v1. */
 export class IntakeApi extends HttpApi.make("intake")
@@ -341,7 +379,9 @@ export const servedEndpoints = [
   deleteWebhook,
   testWebhook,
   listDeliveries,
-  redeliver
+  getDelivery,
+  redeliver,
+  recoverWebhook
 ] as const
 
 // ---------------------------------------------------------------- wire types (what travels)
@@ -360,3 +400,5 @@ export type WebhookCreatedEncoded = typeof WebhookCreated.Encoded
 export type DeletedEncoded = typeof Deleted.Encoded
 export type DeliveryOneEncoded = typeof DeliveryOne.Encoded
 export type DeliveryListEncoded = typeof DeliveryList.Encoded
+export type RecoverWebhookBodyEncoded = typeof RecoverWebhookBody.Encoded
+export type RecoveryOneEncoded = typeof RecoveryOne.Encoded

@@ -20,6 +20,7 @@ import {
   WorkspaceStatus
 } from "@intake/domain"
 import { Schema } from "effect"
+import { oneOf } from "./params.js"
 
 /** `2026-11-21T10:00:00.000Z`: what `new Date(ms).toISOString()` renders. */
 export const Timestamp = Schema.String.annotations({
@@ -36,11 +37,8 @@ export const Count = Schema.Int.annotations({
 /** An HTTP status code or a number of milliseconds: a whole number. */
 const WholeNumber = Schema.Int.annotations({ jsonSchema: { type: "integer" } })
 
-/** A literal union that reports one issue naming every allowed value. */
-export const oneOf = <const L extends ReadonlyArray<string>>(...literals: L) =>
-  Schema.Literal(...literals).annotations({
-    message: () => `must be one of ${literals.map((literal) => `"${literal}"`).join(", ")}`
-  })
+/** A literal union that reports one issue naming every allowed value (params.ts). */
+export { oneOf }
 
 // ---------------------------------------------------------------- envelope
 
@@ -96,7 +94,7 @@ export const IssueWire = Schema.Struct({
   message: Schema.String
 }).annotations({ identifier: "ValidationIssue" })
 
-/** Each error code of the catalog (decisions.md section 1) with its typed `details`. */
+/** Each error code of the catalog (docs/rules.md, Errors) with its typed `details`. */
 export const apiErrors = {
   validation_failed: apiErrorWithDetails(
     "ValidationFailedError",
@@ -333,9 +331,25 @@ export const DeliveryWire = Schema.Struct({
   response_body: Schema.NullOr(Schema.String),
   error: Schema.NullOr(Schema.String),
   duration_ms: Schema.NullOr(WholeNumber),
-  next_retry_at: Schema.NullOr(Timestamp),
-  created_at: Timestamp
+  next_retry_at: Schema.NullOr(Timestamp).annotations({
+    description:
+      "failed: when its retry is due (null when none follows); pending: when it is due (in flight: when it was due); otherwise null"
+  }),
+  sent_at: Schema.NullOr(Timestamp).annotations({
+    description: "when the request left for the receiver; null while pending and for an attempt never sent"
+  }),
+  created_at: Timestamp.annotations({
+    description:
+      "when the attempt was recorded: a first attempt with its event, a retry when it was scheduled, a test, redeliver or recover when asked for"
+  })
 }).annotations({ identifier: "Delivery" })
+
+export const RecoveryWire = Schema.Struct({
+  queued: Count,
+  since: Timestamp,
+  until: Timestamp
+}).annotations({ identifier: "Recovery" })
+export type RecoveryWire = typeof RecoveryWire.Type
 export type DeliveryWire = typeof DeliveryWire.Type
 
 // ---------------------------------------------------------------- operator interface

@@ -72,7 +72,9 @@ describe("the OpenAPI documents", () => {
       "/v1/webhooks",
       "/v1/webhooks/{id}",
       "/v1/webhooks/{id}/deliveries",
+      "/v1/webhooks/{id}/deliveries/{deliveryId}",
       "/v1/webhooks/{id}/deliveries/{deliveryId}/redeliver",
+      "/v1/webhooks/{id}/recover",
       "/v1/webhooks/{id}/test"
     ])
     expect(served.components.securitySchemes).toMatchObject({ bearer: { type: "http", scheme: "bearer" } })

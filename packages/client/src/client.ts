@@ -13,11 +13,14 @@ import type {
   Deleted,
   Delivery,
   DeliveryListPage,
+  DeliveryListParams,
   IntakeBot,
   IntakeBotListItem,
   IntakeBotListPage,
   ListParams,
   Pagination,
+  RecoverWebhookBody,
+  Recovery,
   Submission,
   SubmissionListItem,
   SubmissionListPage,
@@ -42,7 +45,9 @@ export const operations = {
   deleteWebhook: { method: "DELETE", path: "/v1/webhooks/:id" },
   testWebhook: { method: "POST", path: "/v1/webhooks/:id/test" },
   listDeliveries: { method: "GET", path: "/v1/webhooks/:id/deliveries" },
-  redeliver: { method: "POST", path: "/v1/webhooks/:id/deliveries/:deliveryId/redeliver" }
+  getDelivery: { method: "GET", path: "/v1/webhooks/:id/deliveries/:deliveryId" },
+  redeliver: { method: "POST", path: "/v1/webhooks/:id/deliveries/:deliveryId/redeliver" },
+  recoverWebhook: { method: "POST", path: "/v1/webhooks/:id/recover" }
 } as const
 
 export type OperationName = keyof typeof operations
@@ -156,7 +161,7 @@ export class ListRequest<Page extends { readonly pagination: Pagination }, Item>
   }
 }
 
-const query = (params: SubmissionListParams) => {
+const query = (params: DeliveryListParams) => {
   const entries = Object.entries(params).flatMap(
     ([name, value]): Array<[string, string]> => (value === undefined ? [] : [[name, String(value)]])
   )
@@ -257,12 +262,30 @@ export class IntakeClient {
     ).delivery
   }
 
-  listDeliveries(webhookId: string, params: ListParams = {}): ListRequest<DeliveryListPage, Delivery> {
+  listDeliveries(
+    webhookId: string,
+    params: DeliveryListParams = {}
+  ): ListRequest<DeliveryListPage, Delivery> {
     return this.#list(
       `/v1/webhooks/${segment(webhookId)}/deliveries`,
       params,
       (page: DeliveryListPage) => page.deliveries
     )
+  }
+
+  async getDelivery(webhookId: string, deliveryId: string): Promise<Delivery> {
+    const path = `/v1/webhooks/${segment(webhookId)}/deliveries/${segment(deliveryId)}`
+    return (await this.#request<{ delivery: Delivery }>("GET", path)).delivery
+  }
+
+  /** Queues again the events of the window this endpoint has not received (it must be active). */
+  async recoverWebhook(
+    webhookId: string,
+    body: RecoverWebhookBody,
+    options: PostOptions = {}
+  ): Promise<Recovery> {
+    const path = `/v1/webhooks/${segment(webhookId)}/recover`
+    return (await this.#request<{ recovery: Recovery }>("POST", path, body, options)).recovery
   }
 
   async redeliver(webhookId: string, deliveryId: string, options: PostOptions = {}): Promise<Delivery> {
@@ -274,7 +297,7 @@ export class IntakeClient {
 
   #list<Page extends { readonly pagination: Pagination }, Item>(
     path: string,
-    params: SubmissionListParams,
+    params: DeliveryListParams,
     itemsOf: (page: Page) => ReadonlyArray<Item>
   ): ListRequest<Page, Item> {
     const { cursor, ...rest } = params

@@ -185,8 +185,9 @@ export interface Deleted {
   readonly deleted: true
 }
 
-export type DeliveryTrigger = "event" | "retry" | "test" | "redeliver"
-export type DeliveryStatus = "pending" | "succeeded" | "failed"
+export type DeliveryTrigger = "event" | "retry" | "test" | "redeliver" | "recover"
+/** `skipped`: the event occurred while the endpoint was paused or disabled; never sent (recover sends it). */
+export type DeliveryStatus = "pending" | "succeeded" | "failed" | "skipped"
 
 export interface Delivery {
   readonly id: string
@@ -200,13 +201,30 @@ export interface Delivery {
   readonly response_body: string | null
   readonly error: string | null
   readonly duration_ms: number | null
+  /** Failed: when its retry is due; pending: when it is due. */
   readonly next_retry_at: Timestamp | null
+  /** When the request left for the receiver; null while pending and for an attempt never sent. */
+  readonly sent_at: Timestamp | null
   readonly created_at: Timestamp
 }
 
 export interface DeliveryListPage {
   readonly deliveries: ReadonlyArray<Delivery>
   readonly pagination: Pagination
+}
+
+export interface RecoverWebhookBody {
+  /** ISO 8601 date-time: the first occurrence time to recover. */
+  readonly since: string
+  /** ISO 8601 date-time; now when omitted. */
+  readonly until?: string
+}
+
+/** What a recovery queued, for the window it covered. */
+export interface Recovery {
+  readonly queued: number
+  readonly since: Timestamp
+  readonly until: Timestamp
 }
 
 // ---------------------------------------------------------------- list parameters
@@ -222,6 +240,14 @@ export interface SubmissionListParams extends ListParams {
   /** ISO 8601 date-time. */
   readonly created_after?: string
   readonly created_before?: string
+}
+
+/** The delivery log's filters; the cursor works only with the filters it was made with. */
+export interface DeliveryListParams extends SubmissionListParams {
+  readonly status?: DeliveryStatus
+  readonly event_type?: WebhookEventName | "webhook.test"
+  /** The attempts of the events this submission raised. */
+  readonly submission_id?: string
 }
 
 // ---------------------------------------------------------------- webhook events

@@ -150,6 +150,36 @@ describe("pagination", () => {
   })
 })
 
+describe("recovery and the delivery log", () => {
+  it("recovers with an Idempotency-Key, reads one delivery, and sends the log's filters", async () => {
+    const recovery = { queued: 3, since: "2026-11-20T08:00:00.000Z", until: "2026-11-21T10:00:00.000Z" }
+    const delivery = { id: "dlv_1", status: "skipped" }
+    const { fetch, sent } = scripted([
+      answer(200, { success: true, data: { recovery } }),
+      answer(200, { success: true, data: { delivery } }),
+      answer(200, {
+        success: true,
+        data: { deliveries: [delivery], pagination: { has_more: false, next_cursor: null } }
+      })
+    ])
+    const intake = client(fetch)
+    expect(await intake.recoverWebhook("wh_1", { since: recovery.since }, { idempotencyKey: "r-1" })).toEqual(
+      recovery
+    )
+    expect(await intake.getDelivery("wh_1", "dlv_1")).toEqual(delivery)
+    const page = await intake.listDeliveries("wh_1", { status: "skipped", submission_id: "sub_9" })
+    expect(page.deliveries).toEqual([delivery])
+    expect(
+      sent.map((request) => [request.method, new URL(request.url).pathname + new URL(request.url).search])
+    ).toEqual([
+      ["POST", "/v1/webhooks/wh_1/recover"],
+      ["GET", "/v1/webhooks/wh_1/deliveries/dlv_1"],
+      ["GET", "/v1/webhooks/wh_1/deliveries?status=skipped&submission_id=sub_9"]
+    ])
+    expect(sent[0]!.headers["idempotency-key"]).toBe("r-1")
+  })
+})
+
 describe("verifyWebhook", () => {
   const secretBytes = Buffer.from("intake-test-secret-0123456789abc")
   const secret = `whsec_${secretBytes.toString("base64")}`

@@ -28,12 +28,33 @@ const sameWireTypes: [
   Same<Client.Deleted, DataOf<Api.DeletedEncoded>>,
   Same<Client.Delivery, DataOf<Api.DeliveryOneEncoded>["delivery"]>,
   Same<Client.DeliveryListPage, DataOf<Api.DeliveryListEncoded>>,
+  Same<Client.Recovery, DataOf<Api.RecoveryOneEncoded>["recovery"]>,
   Same<Client.WebhookEvent, typeof Api.WebhookEvent.Encoded>,
   Same<Client.ApiError, typeof Api.ApiErrorWire.Encoded>,
   Accepted<Client.CreateSubmissionBody, Api.CreateSubmissionBodyEncoded>,
   Accepted<Client.CreateWebhookBody, Api.CreateWebhookBodyEncoded>,
-  Accepted<Client.UpdateWebhookBody, Api.UpdateWebhookBodyEncoded>
-] = [true, true, true, true, true, true, true, true, true, true, true, true, true, true, true, true]
+  Accepted<Client.UpdateWebhookBody, Api.UpdateWebhookBodyEncoded>,
+  Accepted<Client.RecoverWebhookBody, Api.RecoverWebhookBodyEncoded>
+] = [
+  true,
+  true,
+  true,
+  true,
+  true,
+  true,
+  true,
+  true,
+  true,
+  true,
+  true,
+  true,
+  true,
+  true,
+  true,
+  true,
+  true,
+  true
+]
 
 describe("@intake/client against the contract", () => {
   it("has one method per v1 operation, with the contract's method and path", () => {

@@ -205,9 +205,14 @@ export const WebhookEndpoint = Schema.Struct({
 })
 export type WebhookEndpoint = typeof WebhookEndpoint.Type
 
-export const DeliveryTrigger = Schema.Literal("event", "retry", "test", "redeliver")
+/** `recover`: queued by POST /webhooks/:id/recover (docs/webhooks.md). */
+export const DeliveryTrigger = Schema.Literal("event", "retry", "test", "redeliver", "recover")
 export type DeliveryTrigger = typeof DeliveryTrigger.Type
-export const DeliveryStatus = Schema.Literal("pending", "succeeded", "failed")
+/**
+ * `skipped`: recorded, never sent, never retried: the event occurred while the endpoint was
+ * paused or disabled (`error` says which); POST /webhooks/:id/recover queues it again.
+ */
+export const DeliveryStatus = Schema.Literal("pending", "succeeded", "failed", "skipped")
 export type DeliveryStatus = typeof DeliveryStatus.Type
 
 export const Delivery = Schema.Struct({
@@ -222,10 +227,48 @@ export const Delivery = Schema.Struct({
   responseBody: Schema.NullOr(Schema.String),
   error: Schema.NullOr(Schema.String),
   durationMs: Schema.NullOr(Schema.Number),
+  /**
+   * A failed attempt: when its retry is due. A pending one, as the log reads it: when it is
+   * due (a claimed one keeps the time it was due); the queue itself keeps that apart.
+   */
   nextRetryAt: Schema.NullOr(EpochMillis),
+  /** When the request left for the receiver; null while pending and for an attempt never sent. */
+  sentAt: Schema.NullOr(EpochMillis),
+  /** When the attempt was recorded: an event's first attempt with the event, a retry when it was scheduled. */
   createdAt: EpochMillis
 })
 export type Delivery = typeof Delivery.Type
+
+/** Filters of an endpoint's delivery log; null means any. */
+export interface DeliveryFilter {
+  readonly status: DeliveryStatus | null
+  readonly eventType: string | null
+  /** The attempts of the events raised by this submission (submission.completed, contact.created). */
+  readonly submissionId: string | null
+  readonly createdAfter: EpochMillis | null
+  readonly createdBefore: EpochMillis | null
+}
+
+export const noDeliveryFilter: DeliveryFilter = {
+  status: null,
+  eventType: null,
+  submissionId: null,
+  createdAfter: null,
+  createdBefore: null
+}
+
+/** An event a recovery queues again, with the attempts its endpoint already had of it. */
+export interface RecoverableEvent {
+  readonly event: DomainEvent
+  /** The highest attempt number of this event on the endpoint, 0 when none. */
+  readonly attemptsMade: number
+}
+
+/** A window of event occurrence times, both ends inclusive. */
+export interface OccurrenceWindow {
+  readonly since: EpochMillis
+  readonly until: EpochMillis
+}
 
 // ---------------------------------------------------------------- model summaries
 

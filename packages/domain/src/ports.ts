@@ -15,15 +15,19 @@ import type {
   Contact,
   CreatedRange,
   Delivery,
+  DeliveryFilter,
   DomainEvent,
   EpochMillis,
   IdPrefix,
   IntakeBot,
   IntakeBotListItem,
+  ListPosition,
   Message,
   MessageRole,
+  OccurrenceWindow,
   Page,
   PageRequest,
+  RecoverableEvent,
   Submission,
   SubmissionDetail,
   SubmissionListItem,
@@ -103,7 +107,8 @@ export class IntakeBotRepository extends Context.Tag("@intake/IntakeBotRepositor
     readonly findInWorkspace: (workspaceId: string, id: string) => Stored<Option.Option<IntakeBot>>
     /**
      * What taking a submission for the bot needs, in one read: the bot, its workspace and
-     * the workspace's ACTIVE webhook endpoints (oldest first). In `workspaceId` only, unless
+     * the workspace's webhook endpoints (oldest first), ACTIVE ones apart from paused and
+     * disabled ones. In `workspaceId` only, unless
      * null (the operator interface); none when the bot or its workspace does not exist.
      */
     readonly findIntakeTarget: (id: string, workspaceId: string | null) => Stored<Option.Option<IntakeTarget>>
@@ -119,6 +124,8 @@ export interface IntakeTarget {
   readonly bot: IntakeBot
   readonly workspace: Workspace
   readonly activeEndpoints: ReadonlyArray<WebhookEndpoint>
+  /** Paused and disabled endpoints: an event they take is recorded as a `skipped` attempt. */
+  readonly inactiveEndpoints: ReadonlyArray<WebhookEndpoint>
 }
 
 /** A monthly submission quota: at most `max` submissions counted for `period` ("2026-11"). */
@@ -191,7 +198,10 @@ export class ContactRepository extends Context.Tag("@intake/ContactRepository")<
   }
 >() {}
 
-/** Pending delivery attempts to queue with the events they deliver, due at `dueAt`. */
+/**
+ * Delivery attempts to store with the events they deliver: pending ones queued, due at
+ * `dueAt`; any other (a `skipped` attempt) stored as finished, never queued.
+ */
 export interface QueuedDeliveries {
   readonly deliveries: ReadonlyArray<Delivery>
   readonly dueAt: EpochMillis
@@ -502,8 +512,27 @@ export class DeliveryRepository extends Context.Tag("@intake/DeliveryRepository"
     readonly findInWebhook: (webhookId: string, id: string) => Stored<Option.Option<Delivery>>
     /** Every attempt of one event to one endpoint, oldest first. */
     readonly attemptsOf: (webhookId: string, eventId: string) => Stored<ReadonlyArray<Delivery>>
-    /** Newest first (created_at desc, id desc). */
-    readonly list: (webhookId: string, page: PageRequest) => Stored<Page<Delivery>>
+    /**
+     * Newest first (created_at desc, id desc), within `filter` when given. Pending attempts
+     * read here and by `findInWebhook` show when they are due as `nextRetryAt`.
+     */
+    readonly list: (webhookId: string, page: PageRequest, filter?: DeliveryFilter) => Stored<Page<Delivery>>
+    /**
+     * The endpoint, its row locked until the unit of work ends (recoveries of one endpoint
+     * run one at a time); none when it does not exist.
+     */
+    readonly lockEndpoint: (webhookId: string) => Stored<Option.Option<WebhookEndpoint>>
+    /**
+     * The workspace's events of `window` (by occurrence) that `endpoint` takes (its events
+     * and bots) and that it has neither received (a `succeeded` attempt) nor has pending,
+     * oldest first (created_at, id), strictly after `after`, at most `limit`.
+     */
+    readonly recoverableEvents: (
+      endpoint: WebhookEndpoint,
+      window: OccurrenceWindow,
+      after: ListPosition | null,
+      limit: number
+    ) => Stored<ReadonlyArray<RecoverableEvent>>
     /**
      * Applies an attempt's outcome to the endpoint's delivery state atomically (last
      * delivery, failure streak, auto-disable after `disableAfterMs` or on 410); answers

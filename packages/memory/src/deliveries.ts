@@ -1,28 +1,49 @@
 /** Memory adapters of the delivery queue and log, and of the dispatcher wake-up signal. */
 import {
   type Delivery,
+  type DeliveryFilter,
   DeliveryRepository,
   DeliveryWakeups,
   EndpointHealth,
+  EventPayloads,
+  noDeliveryFilter,
   Paging,
   type WebhookEndpoint
 } from "@intake/domain"
 import { Effect, Layer, Option, Queue } from "effect"
 import { MemoryDatabase, type Tables, type Writer } from "./database.js"
 
-/** The workspace's ACTIVE endpoints, oldest first. */
-export const activeEndpointsIn = (t: Tables, workspaceId: string): Array<WebhookEndpoint> =>
+/** The workspace's endpoints, oldest first. */
+export const endpointsIn = (t: Tables, workspaceId: string): Array<WebhookEndpoint> =>
   [...t.webhooks.values()]
-    .filter((endpoint) => endpoint.workspaceId === workspaceId && endpoint.status === "active")
+    .filter((endpoint) => endpoint.workspaceId === workspaceId)
     .sort((a, b) => a.createdAt - b.createdAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
 
-/** Stores pending attempts, due at `dueAt`. */
+/** The workspace's ACTIVE endpoints, oldest first. */
+export const activeEndpointsIn = (t: Tables, workspaceId: string): Array<WebhookEndpoint> =>
+  endpointsIn(t, workspaceId).filter((endpoint) => endpoint.status === "active")
+
+/** Stores pending attempts, due at `dueAt`; any other attempt (skipped) as finished. */
 export const enqueueIn = (t: Tables, write: Writer, deliveries: ReadonlyArray<Delivery>, dueAt: number) => {
   for (const delivery of deliveries) {
     write.set(t.deliveries, delivery.id, delivery)
-    write.set(t.deliveryQueue, delivery.id, { dueAt, leaseUntil: null, claimToken: null })
+    if (delivery.status === "pending")
+      write.set(t.deliveryQueue, delivery.id, { dueAt, leaseUntil: null, claimToken: null })
   }
 }
+
+/** An attempt as the log shows it: a pending one with its due time as `nextRetryAt`. */
+const asLogged = (t: Tables, delivery: Delivery): Delivery => {
+  const queued = delivery.status === "pending" ? t.deliveryQueue.get(delivery.id) : undefined
+  return queued === undefined ? delivery : { ...delivery, nextRetryAt: queued.dueAt }
+}
+
+/** Whether `delivery` passes `filter` (created range inclusive). */
+const matches = (t: Tables, delivery: Delivery, filter: DeliveryFilter): boolean =>
+  (filter.status === null || delivery.status === filter.status) &&
+  (filter.eventType === null || delivery.eventType === filter.eventType) &&
+  (filter.submissionId === null || t.events.get(delivery.eventId)?.submissionId === filter.submissionId) &&
+  Paging.inRange(delivery.createdAt, filter)
 
 export const MemoryDeliveryRepository = Layer.effect(
   DeliveryRepository,
@@ -89,7 +110,10 @@ export const MemoryDeliveryRepository = Layer.effect(
         }),
       findInWebhook: (webhookId, id) =>
         db.run((t) =>
-          Option.fromNullable(t.deliveries.get(id)).pipe(Option.filter((d) => d.webhookId === webhookId))
+          Option.fromNullable(t.deliveries.get(id)).pipe(
+            Option.filter((d) => d.webhookId === webhookId),
+            Option.map((d) => asLogged(t, d))
+          )
         ),
       attemptsOf: (webhookId, eventId) =>
         db.run((t) =>
@@ -97,13 +121,39 @@ export const MemoryDeliveryRepository = Layer.effect(
             .filter((d) => d.webhookId === webhookId && d.eventId === eventId)
             .sort((a, b) => a.attempt - b.attempt || a.createdAt - b.createdAt || (a.id < b.id ? -1 : 1))
         ),
-      list: (webhookId, page) =>
-        db.run((t) =>
-          Paging.pageOf(
-            [...t.deliveries.values()].filter((d) => d.webhookId === webhookId),
+      list: (webhookId, page, filter = noDeliveryFilter) =>
+        db.run((t) => {
+          const found = Paging.pageOf(
+            [...t.deliveries.values()].filter((d) => d.webhookId === webhookId && matches(t, d, filter)),
             page
           )
-        ),
+          return { ...found, items: found.items.map((d) => asLogged(t, d)) }
+        }),
+      // One lock serializes memory transactions: reading is locking.
+      lockEndpoint: (webhookId) => db.run((t) => Option.fromNullable(t.webhooks.get(webhookId))),
+      recoverableEvents: (endpoint, window, after, limit) =>
+        db.run((t) => {
+          const attempts = new Map<string, Array<Delivery>>()
+          for (const d of t.deliveries.values())
+            if (d.webhookId === endpoint.id) attempts.set(d.eventId, [...(attempts.get(d.eventId) ?? []), d])
+          return [...t.events.values()]
+            .filter(
+              (event) =>
+                event.createdAt >= window.since &&
+                event.createdAt <= window.until &&
+                EventPayloads.endpointTakes(endpoint, event) &&
+                (after === null ||
+                  event.createdAt > after.createdAt ||
+                  (event.createdAt === after.createdAt && event.id > after.id))
+            )
+            .sort((a, b) => a.createdAt - b.createdAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
+            .flatMap((event) => {
+              const own = attempts.get(event.id) ?? []
+              if (own.some((d) => d.status === "succeeded" || d.status === "pending")) return []
+              return [{ event, attemptsMade: Math.max(0, ...own.map((d) => d.attempt)) }]
+            })
+            .slice(0, limit)
+        }),
       recordOutcome: (webhookId, outcome, disableAfterMs) =>
         db.run((t, write) => {
           const endpoint = t.webhooks.get(webhookId)

@@ -1,7 +1,7 @@
 import { IntakeBotRepository, Paging } from "@intake/domain"
 import { Effect, Layer, Option } from "effect"
 import { MemoryDatabase } from "./database.js"
-import { activeEndpointsIn } from "./deliveries.js"
+import { activeEndpointsIn, endpointsIn } from "./deliveries.js"
 
 export const MemoryIntakeBotRepository = Layer.effect(
   IntakeBotRepository,
@@ -30,7 +30,10 @@ export const MemoryIntakeBotRepository = Layer.effect(
           return Option.map(Option.fromNullable(t.workspaces.get(bot.workspaceId)), (workspace) => ({
             bot,
             workspace,
-            activeEndpoints: activeEndpointsIn(t, bot.workspaceId)
+            activeEndpoints: activeEndpointsIn(t, bot.workspaceId),
+            inactiveEndpoints: endpointsIn(t, bot.workspaceId).filter(
+              (endpoint) => endpoint.status !== "active"
+            )
           }))
         }),
       list: (workspaceId, page) =>

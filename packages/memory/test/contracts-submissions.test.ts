@@ -1,5 +1,6 @@
 import {
   contactRepositoryContract,
+  deliveryLogContract,
   eventOutboxContract,
   intakeBotRepositoryContract,
   submissionRepositoryContract,
@@ -21,3 +22,4 @@ submissionRepositoryContract("memory", memory())
 usageCountersContract("memory", memory())
 contactRepositoryContract("memory", memory())
 eventOutboxContract("memory", memory())
+deliveryLogContract("memory", memory())

@@ -11,9 +11,15 @@ import { SqlClient } from "@effect/sql"
 import * as PgClient from "@effect/sql-pg/PgClient"
 import {
   type Delivery,
+  type DeliveryFilter,
   DeliveryRepository,
   DeliveryWakeups,
+  type DomainEvent,
   EndpointHealth,
+  type ListPosition,
+  noDeliveryFilter,
+  type OccurrenceWindow,
+  type PageRequest,
   type WebhookEndpoint
 } from "@intake/domain"
 import { Effect, Layer, Option, Queue, Schedule, Stream } from "effect"
@@ -34,8 +40,87 @@ const deliveryFromRow = (row: Row): Delivery => ({
   error: row.error as string | null,
   durationMs: row.duration_ms === null ? null : toNumber(row.duration_ms),
   nextRetryAt: toMillisOrNull(row.next_retry_at),
+  sentAt: toMillisOrNull(row.sent_at),
   createdAt: toMillis(row.created_at)
 })
+
+/** An outbox event. */
+export const eventFromRow = (row: Row): DomainEvent => ({
+  id: row.id as string,
+  workspaceId: row.workspace_id as string,
+  type: row.type as DomainEvent["type"],
+  intakeBotId: row.intake_bot_id as string,
+  submissionId: row.submission_id as string,
+  contactId: row.contact_id as string | null,
+  createdAt: toMillis(row.created_at)
+})
+
+/** An attempt as the log shows it: a pending one with its due time as `nextRetryAt`. */
+const loggedFromRow = (row: Row): Delivery => {
+  const delivery = deliveryFromRow(row)
+  return delivery.status === "pending" && row.due_at !== null
+    ? { ...delivery, nextRetryAt: toMillis(row.due_at) }
+    : delivery
+}
+
+/**
+ * A page of an endpoint's log within `filter`. Each filter is one condition that an index
+ * of migration 5 serves with the list order (webhook, status or event type, created_at
+ * desc, id desc); a submission's attempts are those of its events (domain_events_submission).
+ */
+export const listDeliveriesQuery = (
+  sql: SqlClient.SqlClient,
+  webhookId: string,
+  page: PageRequest,
+  filter: DeliveryFilter = noDeliveryFilter
+) =>
+  sql<Row>`SELECT * FROM deliveries d
+    WHERE ${sql.and([
+      sql`d.webhook_id = ${webhookId}`,
+      ...(filter.status === null ? [] : [sql`d.status = ${filter.status}`]),
+      ...(filter.eventType === null ? [] : [sql`d.event_type = ${filter.eventType}`]),
+      ...(filter.submissionId === null
+        ? []
+        : [
+            sql`d.event_id IN (SELECT e.id FROM domain_events e WHERE e.submission_id = ${filter.submissionId})`
+          ]),
+      ...(filter.createdAfter === null ? [] : [sql`d.created_at >= ${toDate(filter.createdAfter)}`]),
+      ...(filter.createdBefore === null ? [] : [sql`d.created_at <= ${toDate(filter.createdBefore)}`]),
+      ...afterPosition(sql, "d", page.after)
+    ])}
+    ORDER BY d.created_at DESC, d.id DESC
+    LIMIT ${page.limit + 1}`
+
+/**
+ * The events a recovery queues (DeliveryRepository.recoverableEvents), oldest first, with
+ * the highest attempt number each already has on the endpoint. Served by
+ * domain_events_workspace (workspace, created_at, id) and deliveries_event.
+ */
+export const recoverableEventsQuery = (
+  sql: SqlClient.SqlClient,
+  endpoint: WebhookEndpoint,
+  window: OccurrenceWindow,
+  after: ListPosition | null,
+  limit: number
+) =>
+  sql<Row>`SELECT e.*,
+      (SELECT coalesce(max(d.attempt), 0) FROM deliveries d
+        WHERE d.webhook_id = ${endpoint.id} AND d.event_id = e.id) AS attempts_made
+    FROM domain_events e
+    WHERE ${sql.and([
+      sql`e.workspace_id = ${endpoint.workspaceId}`,
+      sql`e.created_at >= ${toDate(window.since)}`,
+      sql`e.created_at <= ${toDate(window.until)}`,
+      sql`e.type IN ${sql.in([...endpoint.events])}`,
+      ...(endpoint.intakeBotIds.length === 0
+        ? []
+        : [sql`e.intake_bot_id IN ${sql.in([...endpoint.intakeBotIds])}`]),
+      ...(after === null ? [] : [sql`(e.created_at, e.id) > (${toDate(after.createdAt)}, ${after.id})`]),
+      sql`NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.webhook_id = ${endpoint.id} AND d.event_id = e.id
+        AND d.status IN ('succeeded', 'pending'))`
+    ])}
+    ORDER BY e.created_at, e.id
+    LIMIT ${limit}`
 
 /** The columns of one row; `dueAt` null for a finished attempt. */
 export const deliveryRow = (d: Delivery, dueAt: number | null) => ({
@@ -51,6 +136,7 @@ export const deliveryRow = (d: Delivery, dueAt: number | null) => ({
   error: d.error,
   duration_ms: d.durationMs,
   next_retry_at: toDateOrNull(d.nextRetryAt),
+  sent_at: toDateOrNull(d.sentAt),
   created_at: toDate(d.createdAt),
   due_at: toDateOrNull(dueAt),
   lease_until: null,
@@ -62,7 +148,6 @@ export const PgDeliveryRepository = Layer.effect(
   Effect.map(SqlClient.SqlClient, (sql) => {
     const insert = (rows: ReadonlyArray<ReturnType<typeof deliveryRow>>) =>
       rows.length === 0 ? Effect.void : Effect.asVoid(sql`INSERT INTO deliveries ${sql.insert(rows)}`)
-    const findOne = (rows: ReadonlyArray<Row>) => Option.map(Option.fromNullable(rows[0]), deliveryFromRow)
 
     return DeliveryRepository.of({
       activeEndpoints: (workspaceId) =>
@@ -121,7 +206,7 @@ export const PgDeliveryRepository = Layer.effect(
               const updated = yield* sql<Row>`UPDATE deliveries SET status = ${finished.status},
                   response_status = ${finished.responseStatus}, response_body = ${finished.responseBody},
                   error = ${finished.error}, duration_ms = ${finished.durationMs},
-                  next_retry_at = ${toDateOrNull(finished.nextRetryAt)},
+                  next_retry_at = ${toDateOrNull(finished.nextRetryAt)}, sent_at = ${toDateOrNull(finished.sentAt)},
                   due_at = NULL, lease_until = NULL, claim_token = NULL
                 WHERE id = ${finished.id} AND due_at IS NOT NULL AND claim_token = ${claimToken}
                 RETURNING id`
@@ -151,7 +236,7 @@ export const PgDeliveryRepository = Layer.effect(
         stored("deliveries.findInWebhook")(
           Effect.map(
             sql<Row>`SELECT * FROM deliveries WHERE id = ${id} AND webhook_id = ${webhookId}`,
-            findOne
+            (rows) => Option.map(Option.fromNullable(rows[0]), loggedFromRow)
           )
         ),
       attemptsOf: (webhookId, eventId) =>
@@ -162,14 +247,22 @@ export const PgDeliveryRepository = Layer.effect(
             (rows) => rows.map(deliveryFromRow)
           )
         ),
-      list: (webhookId, page) =>
+      list: (webhookId, page, filter) =>
         stored("deliveries.list")(
-          Effect.map(
-            sql<Row>`SELECT * FROM deliveries d
-              WHERE ${sql.and([sql`d.webhook_id = ${webhookId}`, ...afterPosition(sql, "d", page.after)])}
-              ORDER BY d.created_at DESC, d.id DESC
-              LIMIT ${page.limit + 1}`,
-            (rows) => pageFrom(rows, page.limit, deliveryFromRow)
+          Effect.map(listDeliveriesQuery(sql, webhookId, page, filter), (rows) =>
+            pageFrom(rows, page.limit, loggedFromRow)
+          )
+        ),
+      lockEndpoint: (webhookId) =>
+        stored("deliveries.lockEndpoint")(
+          Effect.map(sql<Row>`SELECT * FROM webhook_endpoints WHERE id = ${webhookId} FOR UPDATE`, (rows) =>
+            Option.map(Option.fromNullable(rows[0]), endpointFromRow)
+          )
+        ),
+      recoverableEvents: (endpoint, window, after, limit) =>
+        stored("deliveries.recoverableEvents")(
+          Effect.map(recoverableEventsQuery(sql, endpoint, window, after, limit), (rows) =>
+            rows.map((row) => ({ event: eventFromRow(row), attemptsMade: toNumber(row.attempts_made) }))
           )
         ),
       // The row lock orders concurrent outcomes of one endpoint: no lost update of the streak.

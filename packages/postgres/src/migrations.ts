@@ -212,5 +212,21 @@ export const migrations: ReadonlyArray<Migration> = [
       // The few claimed jobs, so that the next due time is two index look-ups, not a scan of the backlog.
       `CREATE INDEX summary_jobs_claimed ON summary_jobs (lease_until) WHERE claim_token IS NOT NULL`
     ]
+  },
+  {
+    id: 5,
+    name: "delivery log filters and recovery",
+    statements: [
+      // When the request left for the receiver; null while pending and for attempts never
+      // sent (skipped, dropped). Attempts logged before this migration keep null.
+      `ALTER TABLE deliveries ADD COLUMN sent_at timestamptz(3)`,
+      // The log's filters, each in the list order (docs/webhooks.md, The delivery log).
+      `CREATE INDEX deliveries_status ON deliveries (webhook_id, status, created_at DESC, id DESC)`,
+      `CREATE INDEX deliveries_event_type ON deliveries (webhook_id, event_type, created_at DESC, id DESC)`,
+      // A submission's events (the log's submission_id filter).
+      `CREATE INDEX domain_events_submission ON domain_events (submission_id)`,
+      // A workspace's events in order of occurrence (recovery's window).
+      `CREATE INDEX domain_events_workspace ON domain_events (workspace_id, created_at, id)`
+    ]
   }
 ]

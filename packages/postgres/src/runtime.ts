@@ -1,20 +1,15 @@
 /**
- * Every port on Postgres (or on PGlite, the embedded default), mirroring MemoryPortsLive:
- * the same services, so the composition root swaps one for the other. Building the layer
- * runs the pending migrations and starts the idempotency purge. Rate limits and access
- * invalidation stay in-process here (Redis provides them when configured).
+ * Every storage port on Postgres (or on PGlite, the embedded default), mirroring
+ * MemoryPortsLive: the same services, so the composition root swaps one for the other.
+ * Building the layer runs the pending migrations and starts the idempotency purge. The
+ * composition root provides the rest: the platform (Crypto, Ids, AddressResolver) and the
+ * in-process rate limits, access invalidation and summary wake-ups (InProcessLive of
+ * @intake/memory; Redis replaces the first two when configured).
  */
 
 import type { SqlClient } from "@effect/sql"
 import * as PgClient from "@effect/sql-pg/PgClient"
 import { BuiltInSummarizerLive } from "@intake/domain"
-import {
-  MemoryAccessInvalidation,
-  MemoryRateLimiter,
-  MemorySummaryWakeups,
-  NodeAddressResolver,
-  PlatformLive
-} from "@intake/memory"
 import { Effect, Layer } from "effect"
 import { PgApiKeyRepository, PgWorkspaceRepository } from "./access.js"
 import { PgDeliveryRepository, PgDeliveryWakeups } from "./deliveries.js"
@@ -50,18 +45,8 @@ export type SqlDatabase = PgClient.PgClient | SqlClient.SqlClient
 
 /** Every port over a database client layer, as it is. */
 const portsOver = <E>(database: Layer.Layer<PgClient.PgClient | SqlClient.SqlClient, E>) => {
-  const repositories = Layer.mergeAll(
-    PgRepositoriesLive,
-    MemoryRateLimiter,
-    MemoryAccessInvalidation,
-    BuiltInSummarizerLive,
-    NodeAddressResolver,
-    PgDeliveryWakeups,
-    // In-process: the server that queued a job runs it; other processes find it at their next poll.
-    MemorySummaryWakeups
-  )
+  const repositories = Layer.mergeAll(PgRepositoriesLive, BuiltInSummarizerLive, PgDeliveryWakeups)
   return Layer.merge(repositories, IdempotencyPurgeLive().pipe(Layer.provide(PgWebhookPortsLive))).pipe(
-    Layer.provideMerge(PlatformLive),
     Layer.provideMerge(database)
   )
 }
@@ -98,6 +83,3 @@ export const PostgresPortsLive = (config: PostgresConfig) =>
 
 /** Every port on PGlite with its files under `dataDir` (created if missing, locked while in use). */
 export const PglitePortsLive = (dataDir: string) => pgPortsOn(layerPglite({ dataDir }))
-
-/** Every port on a fresh in-memory PGlite: for tests. */
-export const PgliteTestLayer = pgPortsOn(layerPglite({}))

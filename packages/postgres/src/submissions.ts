@@ -4,7 +4,6 @@ import {
   type Contact,
   ContactRepository,
   type CreatedRange,
-  type DomainEvent,
   EventOutbox,
   type IntakeBot,
   IntakeBotRepository,
@@ -19,7 +18,7 @@ import {
 } from "@intake/domain"
 import { Effect, Layer, Option } from "effect"
 import { workspaceFromRow } from "./access.js"
-import { deliveryRow } from "./deliveries.js"
+import { deliveryRow, eventFromRow } from "./deliveries.js"
 import { afterPosition, pageFrom } from "./paging.js"
 import { preparedStatements, type SqlText, statement } from "./reads.js"
 import { fromJson, type Row, stored, toDate, toMillis, toNumber } from "./storage.js"
@@ -96,18 +95,18 @@ const botFromRow = (row: Row): IntakeBot => ({
   updatedAt: toMillis(row.updated_at)
 })
 
-/** The bot joined to its workspace, with the workspace's active endpoints as json (a create's first read). */
+/** The bot joined to its workspace, with the workspace's endpoints as json (a create's first read). */
 const intakeTargetStatement = (id: string) =>
   statement`SELECT b.*, row_to_json(w) AS workspace,
       (SELECT coalesce(json_agg(e ORDER BY e.created_at, e.id), '[]'::json) FROM webhook_endpoints e
-        WHERE e.workspace_id = b.workspace_id AND e.status = 'active') AS active_endpoints
+        WHERE e.workspace_id = b.workspace_id) AS endpoints
     FROM intake_bots b JOIN workspaces w ON w.id = b.workspace_id
     WHERE b.id = ${id}`
 
 const intakeTargetInWorkspace = (id: string, workspaceId: string) =>
   statement`SELECT b.*, row_to_json(w) AS workspace,
       (SELECT coalesce(json_agg(e ORDER BY e.created_at, e.id), '[]'::json) FROM webhook_endpoints e
-        WHERE e.workspace_id = b.workspace_id AND e.status = 'active') AS active_endpoints
+        WHERE e.workspace_id = b.workspace_id) AS endpoints
     FROM intake_bots b JOIN workspaces w ON w.id = b.workspace_id
     WHERE b.id = ${id} AND b.workspace_id = ${workspaceId}`
 
@@ -133,7 +132,7 @@ export const PgIntakeBotRepository = Layer.effect(
         stored("intakeBots.findById")(
           Effect.map(sql<Row>`SELECT * FROM intake_bots WHERE id = ${id}`, findOne)
         ),
-      // One read: the bot joined to its workspace, with the workspace's active endpoints as json.
+      // One read: the bot joined to its workspace, with the workspace's endpoints as json.
       findIntakeTarget: (id, workspaceId) =>
         stored("intakeBots.findIntakeTarget")(
           Effect.map(
@@ -141,11 +140,15 @@ export const PgIntakeBotRepository = Layer.effect(
               workspaceId === null ? intakeTargetStatement(id) : intakeTargetInWorkspace(id, workspaceId)
             ),
             (rows) =>
-              Option.map(Option.fromNullable(rows[0]), (row) => ({
-                bot: botFromRow(row),
-                workspace: workspaceFromRow(fromJson<Row>(row.workspace)),
-                activeEndpoints: fromJson<ReadonlyArray<Row>>(row.active_endpoints).map(endpointFromRow)
-              }))
+              Option.map(Option.fromNullable(rows[0]), (row) => {
+                const endpoints = fromJson<ReadonlyArray<Row>>(row.endpoints).map(endpointFromRow)
+                return {
+                  bot: botFromRow(row),
+                  workspace: workspaceFromRow(fromJson<Row>(row.workspace)),
+                  activeEndpoints: endpoints.filter((endpoint) => endpoint.status === "active"),
+                  inactiveEndpoints: endpoints.filter((endpoint) => endpoint.status !== "active")
+                }
+              })
           )
         ),
       findInWorkspace: (workspaceId, id) =>
@@ -451,16 +454,6 @@ export const PgContactRepository = Layer.effect(
   )
 )
 
-const eventFromRow = (row: Row): DomainEvent => ({
-  id: row.id as string,
-  workspaceId: row.workspace_id as string,
-  type: row.type as DomainEvent["type"],
-  intakeBotId: row.intake_bot_id as string,
-  submissionId: row.submission_id as string,
-  contactId: row.contact_id as string | null,
-  createdAt: toMillis(row.created_at)
-})
-
 /** The INSERT of `count` events (a create appends one or two): one text, prepared once, per count. */
 const insertEventsText = (count: number) =>
   `INSERT INTO domain_events (id, workspace_id, type, intake_bot_id, submission_id, contact_id, created_at) VALUES ${Array.from(
@@ -508,7 +501,9 @@ export const PgEventOutbox = Layer.effect(
           }))
         )}`
         const deliveries =
-          queued === undefined ? [] : queued.deliveries.map((d) => deliveryRow(d, queued.dueAt))
+          queued === undefined
+            ? []
+            : queued.deliveries.map((d) => deliveryRow(d, d.status === "pending" ? queued.dueAt : null))
         return stored("outbox.append")(
           Effect.asVoid(
             deliveries.length === 0

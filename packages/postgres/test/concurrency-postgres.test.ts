@@ -19,12 +19,11 @@ import {
 } from "@intake/domain"
 import { newIntakeBot, validSubmissionData } from "@intake/testing"
 import { Clock, Deferred, Duration, Effect, Either, Fiber, Layer, Option } from "effect"
-import { pgPortsOn } from "../src/runtime.js"
-import { PostgresTestDatabase } from "../src/test-database.js"
+import { instancePortsOn, PostgresTestDatabase } from "../src/testing.js"
 import { describePostgres } from "./support.js"
 
 const runtime = UseCasesLive.pipe(
-  Layer.provideMerge(pgPortsOn(PostgresTestDatabase(undefined, { maxConnections: 20 }))),
+  Layer.provideMerge(instancePortsOn(PostgresTestDatabase(undefined, { maxConnections: 20 }))),
   Layer.provide(WebhookSettings.layer({ allowPrivateNetworks: false }))
 )
 

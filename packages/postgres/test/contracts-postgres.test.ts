@@ -1,6 +1,6 @@
 import { Layer } from "effect"
 import { PgRepositoriesLive } from "../src/runtime.js"
-import { PostgresTestDatabase } from "../src/test-database.js"
+import { PostgresTestDatabase } from "../src/testing.js"
 import { deliveryContract, describePostgres, sharedLayer, storageContracts } from "./support.js"
 
 describePostgres("on PostgreSQL", () => {

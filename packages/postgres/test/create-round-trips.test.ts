@@ -18,8 +18,8 @@ import {
 import { aWebhookEndpoint, newIntakeBot, validSubmissionData } from "@intake/testing"
 import { Duration, Effect, Layer } from "effect"
 import { layerPglite } from "../src/pglite-client.js"
-import { pgPortsOn, type SqlDatabase } from "../src/runtime.js"
-import { PostgresTestDatabase } from "../src/test-database.js"
+import type { SqlDatabase } from "../src/runtime.js"
+import { instancePortsOn, PostgresTestDatabase } from "../src/testing.js"
 import { statementsOf } from "./statements.js"
 import { describePostgres } from "./support.js"
 
@@ -27,7 +27,7 @@ const MAX_ROUND_TRIPS = 9
 
 const runtimeOn = <E>(database: Layer.Layer<SqlDatabase, E>) =>
   UseCasesLive.pipe(
-    Layer.provideMerge(pgPortsOn(database)),
+    Layer.provideMerge(instancePortsOn(database)),
     Layer.provide(WebhookSettings.layer({ allowPrivateNetworks: false }))
   )
 

@@ -7,10 +7,13 @@
 import { SqlClient } from "@effect/sql"
 import type { Statement } from "@effect/sql/Statement"
 import { expect, layer } from "@effect/vitest"
+import { noDeliveryFilter } from "@intake/domain"
+import { aWebhookEndpoint } from "@intake/testing"
 import { Duration, Effect } from "effect"
+import { listDeliveriesQuery, recoverableEventsQuery } from "../src/deliveries.js"
 import { listBotsQuery, listSubmissionsQuery } from "../src/submissions.js"
 import { nextSummaryDueQuery } from "../src/summary-jobs.js"
-import { PostgresTestDatabase } from "../src/test-database.js"
+import { PostgresTestDatabase } from "../src/testing.js"
 import { listWebhooksQuery } from "../src/webhooks.js"
 import { describePostgres } from "./support.js"
 
@@ -149,4 +152,71 @@ describePostgres("on PostgreSQL", () => {
       })
     )
   })
+})
+
+/** The delivery log and recovery on their own database (no foreign keys: events and attempts only). */
+const seedDeliveries = Effect.gen(function* () {
+  const sql = yield* SqlClient.SqlClient
+  // 40 000 events of 5 workspaces; 20 000 attempts of 4 endpoints (5 000 each, 1 250 per status).
+  yield* sql`INSERT INTO domain_events SELECT 'evt_' || i, 'ws_' || (i % 5 + 1),
+      CASE WHEN i % 3 = 0 THEN 'contact.created' ELSE 'submission.completed' END, 'bot_' || (i % 2000 + 1),
+      'sub_' || (i / 2 + 1), NULL, now() - i * interval '1 second'
+    FROM generate_series(1, 40000) i`
+  yield* sql`INSERT INTO deliveries SELECT 'dlv_' || i, 'wh_' || (i % 4 + 1), 'evt_' || i,
+      CASE WHEN i % 3 = 0 THEN 'contact.created' ELSE 'submission.completed' END, 1, 'event',
+      (ARRAY['succeeded', 'failed', 'skipped', 'pending'])[i / 4 % 4 + 1], NULL, NULL, NULL, NULL, NULL,
+      now() - i * interval '1 second', NULL, NULL, NULL, NULL
+    FROM generate_series(1, 20000) i`
+  yield* sql`ANALYZE`
+})
+
+describePostgres("on PostgreSQL", () => {
+  layer(PostgresTestDatabase(), { timeout: Duration.seconds(60) })(
+    "delivery log and recovery plans",
+    (it) => {
+      it.effect("seeds the tables", () => seedDeliveries)
+
+      it.effect("the delivery log: each filter walks an index in the list order", () =>
+        Effect.gen(function* () {
+          const sql = yield* SqlClient.SqlClient
+          const after = { createdAt: T - 3_600_000, id: "dlv_3600" }
+          for (const page of [
+            { limit: 50, after: null },
+            { limit: 50, after }
+          ]) {
+            const plan = (filter: Partial<typeof noDeliveryFilter>) =>
+              planOf(listDeliveriesQuery(sql, "wh_2", page, { ...noDeliveryFilter, ...filter }))
+            expectKeysetPlan(yield* plan({}), "deliveries_list")
+            expectKeysetPlan(
+              yield* plan({ createdAfter: T - 86_400_000, createdBefore: T - 60_000 }),
+              "deliveries_list"
+            )
+            expectKeysetPlan(yield* plan({ status: "failed" }), "deliveries_status")
+            expectKeysetPlan(yield* plan({ eventType: "contact.created" }), "deliveries_event_type")
+            // A submission's attempts: its few events by domain_events_submission, then each one's attempts.
+            const bySubmission = yield* plan({ submissionId: "sub_500" })
+            expect(bySubmission.map((n) => n["Node Type"])).not.toContain("Seq Scan")
+            expect(indexScans(bySubmission)).toContain("domain_events_submission")
+          }
+        })
+      )
+
+      it.effect("recovery reads a workspace's events by occurrence, each checked against its attempts", () =>
+        Effect.gen(function* () {
+          const sql = yield* SqlClient.SqlClient
+          const endpoint = aWebhookEndpoint({ id: "wh_2", workspaceId: "ws_2" })
+          const plan = yield* planOf(
+            recoverableEventsQuery(sql, endpoint, { since: T - 86_400_000, until: T }, null, 500)
+          )
+          const types = plan.map((n) => n["Node Type"])
+          // One batch: the window's events by index, the endpoint's attempts by index.
+          expect(types).not.toContain("Seq Scan")
+          expect(indexScans(plan)).toContain("domain_events_workspace")
+          expect(plan.filter((n) => n["Relation Name"] === "deliveries").every((n) => n["Index Name"])).toBe(
+            true
+          )
+        })
+      )
+    }
+  )
 })

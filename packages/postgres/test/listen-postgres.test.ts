@@ -10,7 +10,7 @@ import { DeliveryWakeups } from "@intake/domain"
 import { Context, Duration, Effect, Layer, Logger, Option, Redacted } from "effect"
 import { DELIVERY_CHANNEL, PgDeliveryWakeups } from "../src/deliveries.js"
 import { layerPostgres } from "../src/pg-pool.js"
-import { freshDatabaseUrl } from "../src/test-database.js"
+import { freshDatabaseUrl } from "../src/testing.js"
 import { describePostgres } from "./support.js"
 
 /** The time from a NOTIFY to its wake-up, or none if it did not come within `withinMs`. */

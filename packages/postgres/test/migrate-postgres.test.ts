@@ -7,7 +7,7 @@ import * as PgClient from "@effect/sql-pg/PgClient"
 import { expect, it } from "@effect/vitest"
 import { Effect, Redacted } from "effect"
 import { migrations } from "../src/migrations.js"
-import { freshDatabaseUrl } from "../src/test-database.js"
+import { freshDatabaseUrl } from "../src/testing.js"
 import { describePostgres } from "./support.js"
 
 const packageDir = Path.resolve(import.meta.dirname, "..")

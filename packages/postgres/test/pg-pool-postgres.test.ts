@@ -7,7 +7,7 @@ import { SqlClient } from "@effect/sql"
 import { expect, it, layer } from "@effect/vitest"
 import { Context, Duration, Effect, Fiber, Layer, Redacted } from "effect"
 import { layerPostgres, type PostgresConfig } from "../src/pg-pool.js"
-import { freshDatabaseUrl } from "../src/test-database.js"
+import { freshDatabaseUrl } from "../src/testing.js"
 import { describePostgres } from "./support.js"
 
 const QUERY_TIMEOUT = Duration.millis(300)

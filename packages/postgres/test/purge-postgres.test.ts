@@ -6,7 +6,7 @@ import { SqlClient } from "@effect/sql"
 import { expect, layer } from "@effect/vitest"
 import { IdempotencyStore } from "@intake/domain"
 import { Duration, Effect, Layer } from "effect"
-import { PostgresTestDatabase } from "../src/test-database.js"
+import { PostgresTestDatabase } from "../src/testing.js"
 import { PgWebhookPortsLive, PURGE_BATCH } from "../src/webhooks.js"
 import { describePostgres } from "./support.js"
 

@@ -19,6 +19,7 @@ import type {
 import {
   apiKeyRepositoryContract,
   contactRepositoryContract,
+  deliveryLogContract,
   deliveryRepositoryContract,
   eventOutboxContract,
   idempotencyStoreContract,
@@ -30,7 +31,7 @@ import {
   workspaceRepositoryContract
 } from "@intake/testing"
 import { type Context, Effect, Exit, Layer, Scope } from "effect"
-import { probeTestServer, testServerUrl } from "../src/test-database.js"
+import { probeTestServer, testServerUrl } from "../src/testing.js"
 
 /**
  * Whether the tests that need the real PostgreSQL run. Under CI a missing server fails
@@ -94,6 +95,7 @@ export const storageContracts = (
   eventOutboxContract(name, ports)
   webhookRepositoryContract(name, ports)
   idempotencyStoreContract(name, ports)
+  deliveryLogContract(name, ports)
 }
 
 /**

@@ -1,5 +1,5 @@
 /**
- * The sliding-window log (decisions.md section 5) in Redis, shared by every instance.
+ * The sliding-window log (docs/rules.md, Limits and rate limits) in Redis, shared by every instance.
  *
  * One Lua script does the whole check atomically in one round trip (EVALSHA; ioredis
  * sends EVAL instead the first time on a connection and after NOSCRIPT). Per bucket, a

@@ -8,7 +8,7 @@ import { Access, type Principal, Provisioning } from "@intake/domain"
 import { accessTestLayer, authenticate, provisionApiKey } from "@intake/testing"
 import { Effect, Fiber, Layer, Logger } from "effect"
 import { RedisRateLimiterLive } from "../src/rate-limiter.js"
-import { closedPort, median, startRedisProxy, testConnection, withRedis } from "./support.js"
+import { closedPort, median, startRedisProxy, testConnection, withRedis } from "../src/testing.js"
 
 const limitTimed = (principal: Principal) =>
   Effect.flatMap(Access, (access) =>

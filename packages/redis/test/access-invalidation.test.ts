@@ -4,7 +4,7 @@ import { AccessInvalidation, type AccessInvalidationEvent } from "@intake/domain
 import { Chunk, Context, Duration, Effect, Layer, Option, Queue } from "effect"
 import { invalidationChannel, RedisAccessInvalidationLive } from "../src/access-invalidation.js"
 import { RedisConnection, type RedisSettings } from "../src/connection.js"
-import { closedPort, startRedisProxy, testConnection, uniquePrefix, withRedis } from "./support.js"
+import { closedPort, startRedisProxy, testConnection, uniquePrefix, withRedis } from "../src/testing.js"
 
 /** One more instance, with its own connections, and a queue of what its handler receives. */
 const instance = (settings: Partial<RedisSettings> = {}) =>

@@ -1,7 +1,7 @@
 import { accessInvalidationContract } from "@intake/testing"
 import { Layer } from "effect"
 import { RedisAccessInvalidationLive } from "../src/access-invalidation.js"
-import { testConnection, uniquePrefix, withRedis } from "./support.js"
+import { testConnection, uniquePrefix, withRedis } from "../src/testing.js"
 
 withRedis("AccessInvalidation contract: redis", () => {
   // Each build is one more instance with connections of its own, all under one run's prefix.

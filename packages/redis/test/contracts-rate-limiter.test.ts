@@ -3,7 +3,7 @@ import { rateLimiterContract } from "@intake/testing"
 import { Effect, Layer, TestServices } from "effect"
 import { Redis } from "ioredis"
 import { RedisRateLimiterLive } from "../src/rate-limiter.js"
-import { redisUrl, testConnection, withRedis } from "./support.js"
+import { redisUrl, testConnection, withRedis } from "../src/testing.js"
 
 withRedis("RateLimiter contract: redis", () => {
   // Redis's own clock, which the script reads: the suite brackets each check with it.

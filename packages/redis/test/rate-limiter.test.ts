@@ -4,7 +4,14 @@ import { RateLimiter, StorageUnavailable } from "@intake/domain"
 import { Context, Effect, Either, Layer, Schedule, TestClock } from "effect"
 import { RedisConnection, type RedisSettings } from "../src/connection.js"
 import { bucketKey, RedisRateLimiterLive } from "../src/rate-limiter.js"
-import { closedPort, median, startRedisProxy, testConnection, uniquePrefix, withRedis } from "./support.js"
+import {
+  closedPort,
+  median,
+  startRedisProxy,
+  testConnection,
+  uniquePrefix,
+  withRedis
+} from "../src/testing.js"
 
 /** One more instance: a limiter with a connection of its own, living until the test's scope closes. */
 const instance = (settings: Partial<RedisSettings> = {}) =>

@@ -20,14 +20,14 @@ import {
   MemoryDatabase,
   MemoryRateLimiter,
   MemoryUnitOfWork,
-  MemoryWorkspaceRepository,
-  PlatformLive
+  MemoryWorkspaceRepository
 } from "@intake/memory"
+import { PlatformLive } from "@intake/node"
 import { bearer } from "@intake/testing"
 import { Context, Effect, Either, Layer } from "effect"
 import { RedisAccessInvalidationLive } from "../src/access-invalidation.js"
 import { RedisRateLimiterLive } from "../src/rate-limiter.js"
-import { testConnection, uniquePrefix, withRedis } from "./support.js"
+import { testConnection, uniquePrefix, withRedis } from "../src/testing.js"
 
 type Transport = Layer.Layer<RateLimiter | AccessInvalidation>
 

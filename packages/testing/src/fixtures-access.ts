@@ -24,9 +24,9 @@ import {
   MemoryDatabase,
   MemoryRateLimiter,
   MemoryUnitOfWork,
-  MemoryWorkspaceRepository,
-  PlatformLive
+  MemoryWorkspaceRepository
 } from "@intake/memory"
+import { PlatformLive } from "@intake/node"
 import { Context, Effect, Layer, Ref } from "effect"
 
 // ---------------------------------------------------------------- layers

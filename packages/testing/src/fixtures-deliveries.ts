@@ -23,9 +23,9 @@ import {
   MemorySubmissionPortsLive,
   MemoryUnitOfWork,
   MemoryWebhookRepository,
-  MemoryWorkspaceRepository,
-  PlatformLive
+  MemoryWorkspaceRepository
 } from "@intake/memory"
+import { PlatformLive } from "@intake/node"
 import { Effect, Layer } from "effect"
 import { uniqueId } from "./records.js"
 
@@ -46,6 +46,7 @@ export const aDelivery = (overrides: Partial<Delivery> = {}): Delivery => ({
   error: null,
   durationMs: null,
   nextRetryAt: null,
+  sentAt: null,
   createdAt: 0,
   ...overrides
 })

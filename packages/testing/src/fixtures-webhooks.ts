@@ -15,9 +15,9 @@ import {
   MemoryUnitOfWork,
   MemoryWebhookPortsLive,
   MemoryWebhookRepository,
-  MemoryWorkspaceRepository,
-  PlatformLive
+  MemoryWorkspaceRepository
 } from "@intake/memory"
+import { PlatformLive } from "@intake/node"
 import { Effect, Layer } from "effect"
 import { aWorkspace, uniqueId } from "./records.js"
 import { StaticAddressResolver } from "./static-address-resolver.js"

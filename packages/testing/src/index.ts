@@ -1,6 +1,7 @@
 export * from "./contracts/access-invalidation.js"
 export * from "./contracts/api-key-repository.js"
 export * from "./contracts/contact-repository.js"
+export * from "./contracts/delivery-log.js"
 export * from "./contracts/delivery-repository.js"
 export * from "./contracts/event-outbox.js"
 export * from "./contracts/idempotency-store.js"

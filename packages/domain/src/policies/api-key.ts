@@ -1,5 +1,5 @@
 /**
- * API key format (decisions.md section 4): `svc_live_` + 32 random base62 characters + a
+ * API key format (docs/rules.md, API keys): `svc_live_` + 32 random base62 characters + a
  * 6-character base62 checksum (CRC32 of the random part). The checksum lets a mistyped or
  * made-up key be refused without a lookup, and gives secret scanners a pattern to match.
  */

@@ -1,5 +1,5 @@
 /**
- * An endpoint's delivery state after one attempt (decisions.md section 7): every attempt
+ * An endpoint's delivery state after one attempt (docs/rules.md, Webhooks and deliveries): every attempt
  * sets last_delivery_at and last_delivery_ok; a success ends the failure streak, a
  * failure lengthens it. The service disables the endpoint at once on a 410 Gone, and
  * when the streak has lasted WEBHOOK_DISABLE_AFTER (counted from its first failure).

@@ -1,5 +1,5 @@
 /**
- * What a webhook delivery carries (decisions.md section 7): `{ id, type, timestamp, data }`,
+ * What a webhook delivery carries (docs/rules.md, Webhooks and deliveries): `{ id, type, timestamp, data }`,
  * rebuilt from the event's sources at each attempt; and which endpoints an event goes to.
  */
 import type { Contact, DomainEvent, IntakeBot, SubmissionDetail, WebhookEndpoint } from "../models.js"

@@ -1,5 +1,5 @@
 /**
- * A submission's `data` against its bot's schema (decisions.md section 3). Pure: answers
+ * A submission's `data` against its bot's schema (docs/rules.md, Resources and states). Pure: answers
  * the normalized data or one ValidationFailed (400) naming every problem, each at
  * "data.<field>". Required fields are enforced only for COMPLETED submissions, so that a
  * conversation still in progress can store what it has so far.

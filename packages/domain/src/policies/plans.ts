@@ -1,5 +1,5 @@
 /**
- * What each plan allows (decisions.md sections 3, 5 and 8), and the workspace overrides an
+ * What each plan allows (docs/rules.md, Limits and rate limits; Operator API), and the workspace overrides an
  * operator may set. Other areas read limits only through these functions, so an override
  * is never forgotten.
  */
@@ -43,7 +43,7 @@ export const planLimits: Readonly<Record<Plan, PlanLimits>> = {
 
 /** The rate-limit window of every key and of anonymous clients. */
 export const RATE_LIMIT_WINDOW_MS = 60_000
-/** Requests without a valid key, per client IP and window (decisions.md section 2). */
+/** Requests without a valid key, per client IP and window (docs/rules.md, Checks in order). */
 export const ANONYMOUS_REQUESTS_PER_MINUTE = 100
 
 export const hasApiAccess = (plan: Plan): boolean => planLimits[plan].apiAccess

@@ -1,5 +1,5 @@
 /**
- * When a failed delivery is tried again (decisions.md section 7): the schedule of
+ * When a failed delivery is tried again (docs/rules.md, Webhooks and deliveries): the schedule of
  * WEBHOOK_RETRY_SCHEDULE (default 5s,5m,30m,2h,5h,10h,10h), each delay stretched by up
  * to 20% of jitter so that receivers coming back are not hit by every retry at once, and
  * a Retry-After on a 429 or 503 that may push the next attempt later, never earlier, and

@@ -1,5 +1,5 @@
 /**
- * The exact sliding-window log (decisions.md section 5). A request admitted at `t` counts
+ * The exact sliding-window log (docs/rules.md, Limits and rate limits). A request admitted at `t` counts
  * until `t + windowMs` (exclusive), so no half-open span of `windowMs` ever holds more
  * than `limit` admitted requests. Refused requests are not recorded: a client that keeps
  * knocking does not lock itself out for longer.

@@ -1,5 +1,5 @@
 /**
- * Which receiver URLs a webhook endpoint may have (decisions.md section 7): an absolute
+ * Which receiver URLs a webhook endpoint may have (docs/rules.md, Webhooks and deliveries): an absolute
  * https URL of at most 2,048 characters, without user or password, with a host; and an
  * address that is public. `allowPrivateNetworks` (development and tests) admits http and
  * every address.

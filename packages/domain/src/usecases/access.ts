@@ -6,7 +6,7 @@
  * lookup. Cached entries are checked again on every request (revocation, expiry at
  * `now`, archive, plan), and dropped at once when Provisioning publishes a change through
  * AccessInvalidation; other instances drop theirs when the message reaches them, at the
- * latest when the TTL runs out (decisions.md section 4 allows 60 s).
+ * latest when the TTL runs out (docs/rules.md, API keys allows 60 s).
  */
 import { Cause, Clock, Effect, Either, Layer, Option, Redacted } from "effect"
 import {
@@ -62,7 +62,7 @@ export const defaultAccessSettings: AccessSettings = {
  */
 export const OPERATOR_AUTH_FAILURES_PER_MINUTE = 10
 
-/** The longest a revocation made elsewhere may go unnoticed (decisions.md section 4). */
+/** The longest a revocation made elsewhere may go unnoticed (docs/rules.md, API keys). */
 const MAX_KEY_CACHE_TTL_MS = 60_000
 
 interface CacheEntry {

@@ -1,13 +1,13 @@
 /**
- * The delivery engine's use cases (decisions.md section 7): queue an event's attempts in
+ * The delivery engine's use cases (docs/rules.md, Webhooks and deliveries): queue an event's attempts in
  * the unit of work that records the event; dispatch a claimed attempt (rebuild the
  * payload from its sources, sign it with Standard Webhooks, check the receiver's address,
  * send, log the attempt, update the endpoint's state, schedule the retry or give up);
  * send a test event or redeliver one at once; list an endpoint's attempts.
  */
 import { Clock, Data, Duration, Effect, Either, Layer, Option, Schedule } from "effect"
-import { Conflict, notFound, type StorageUnavailable } from "../errors.js"
-import type { Delivery, DomainEvent, WebhookEndpoint } from "../models.js"
+import { Conflict, invalid, notFound, type StorageUnavailable } from "../errors.js"
+import type { Delivery, DomainEvent, ListPosition, RecoverableEvent, WebhookEndpoint } from "../models.js"
 import {
   contactCreatedPayload,
   endpointTakes,
@@ -25,6 +25,7 @@ import {
   ContactRepository,
   Crypto,
   DeliveryRepository,
+  DeliveryWakeups,
   EventOutbox,
   Ids,
   IntakeBotRepository,
@@ -74,6 +75,29 @@ export const pendingAttemptsFor = (
   })
 
 /**
+ * One `skipped` attempt of each event for every endpoint of `endpoints` (paused or
+ * disabled ones) that takes it: recorded, never sent, never retried; recover queues it again.
+ */
+export const skippedAttemptsFor = (
+  events: ReadonlyArray<DomainEvent>,
+  endpoints: ReadonlyArray<WebhookEndpoint>,
+  now: number
+): Effect.Effect<ReadonlyArray<Delivery>, never, Ids> =>
+  Effect.map(pendingAttemptsFor(events, endpoints, now), (attempts) =>
+    attempts.map((attempt) => {
+      const endpoint = endpoints.find((candidate) => candidate.id === attempt.webhookId)
+      return {
+        ...attempt,
+        status: "skipped" as const,
+        error: `not sent: the webhook is ${endpoint?.status ?? "not active"}`
+      }
+    })
+  )
+
+/** Events a recovery reads (and queues) at a time: a long window is queued in batches. */
+export const RECOVER_BATCH = 500
+
+/**
  * Queues one pending attempt of each event for every ACTIVE endpoint that takes it.
  * Called inside the unit of work that records the events, so an event and its attempts
  * commit together. Answers how many attempts were queued.
@@ -101,7 +125,8 @@ const pendingAttempt = (
   responseBody: null,
   error: null,
   durationMs: null,
-  nextRetryAt: null
+  nextRetryAt: null,
+  sentAt: null
 })
 
 /** What one send did, before it is written down. */
@@ -113,6 +138,8 @@ interface SendResult {
   readonly retryAfter: string | null
   readonly durationMs: number
   readonly startedAt: number
+  /** When the request was handed to the receiver client; null when it never was (address refused). */
+  readonly sentAt: number | null
 }
 
 /**
@@ -208,8 +235,10 @@ export const DeliveriesLive = Layer.effect(
             body
           })
         }
+        let sentAt: number | null = null
         const outcome = yield* verifyReceiverUrl(endpoint.url, webhookSettings).pipe(
           Effect.provideService(AddressResolver, resolver),
+          Effect.zipRight(Effect.map(Clock.currentTimeMillis, (at) => (sentAt = at))),
           Effect.flatMap(() => client.send({ url: endpoint.url, headers, body })),
           Effect.either
         )
@@ -229,7 +258,8 @@ export const DeliveriesLive = Layer.effect(
             error: message,
             retryAfter: null,
             durationMs,
-            startedAt
+            startedAt,
+            sentAt
           } satisfies SendResult
         }
         const response = outcome.right
@@ -240,7 +270,8 @@ export const DeliveriesLive = Layer.effect(
           error: null,
           retryAfter: response.retryAfter,
           durationMs,
-          startedAt
+          startedAt,
+          sentAt
         } satisfies SendResult
       })
 
@@ -255,7 +286,8 @@ export const DeliveriesLive = Layer.effect(
       responseBody: result.responseBody,
       error: result.error,
       durationMs: result.durationMs,
-      nextRetryAt
+      nextRetryAt,
+      sentAt: result.sentAt
     })
 
     const outcomeOf = (result: SendResult): AttemptOutcome => ({
@@ -296,6 +328,23 @@ export const DeliveriesLive = Layer.effect(
         ...(delivery.error === null ? {} : { error: delivery.error })
       })
 
+    /**
+     * Which step of the retry schedule a failed attempt is at: a recovery starts the schedule
+     * again (docs/webhooks.md, Recovery), so its attempts count from the recover attempt.
+     */
+    const placeInSchedule = (delivery: Delivery) =>
+      delivery.trigger === "recover"
+        ? Effect.succeed(1)
+        : delivery.trigger !== "retry"
+          ? Effect.succeed(delivery.attempt)
+          : Effect.map(repository.attemptsOf(delivery.webhookId, delivery.eventId), (attempts) => {
+              const recovered = attempts.filter(
+                (a) => a.trigger === "recover" && a.attempt < delivery.attempt
+              )
+              const start = Math.max(0, ...recovered.map((a) => a.attempt))
+              return start === 0 ? delivery.attempt : delivery.attempt - start + 1
+            })
+
     /** Sends a test or redelivery at once and logs it (no retries: the caller sees the result). */
     const sendNow = (endpoint: WebhookEndpoint, attempt: Delivery, payload: WebhookPayload) =>
       Effect.gen(function* () {
@@ -314,9 +363,94 @@ export const DeliveriesLive = Layer.effect(
       list: (workspaceId, webhookId, query) =>
         Effect.gen(function* () {
           const endpoint = yield* findOwn(workspaceId, webhookId)
-          const list = `deliveries:${endpoint.id}`
+          const filter = {
+            status: query.status ?? null,
+            eventType: query.eventType ?? null,
+            submissionId: query.submissionId ?? null,
+            createdAfter: query.createdAfter ?? null,
+            createdBefore: query.createdBefore ?? null
+          }
+          // The cursor is bound to the filters: one from another filtered list is refused.
+          const list = `deliveries:${endpoint.id}:${JSON.stringify(Object.values(filter))}`
           const page = yield* pageRequest(crypto, list, query)
-          return listed(crypto, list, yield* repository.list(endpoint.id, page))
+          return listed(crypto, list, yield* repository.list(endpoint.id, page, filter))
+        }),
+
+      get: (workspaceId, webhookId, deliveryId) =>
+        Effect.gen(function* () {
+          const endpoint = yield* findOwn(workspaceId, webhookId)
+          return yield* Effect.flatMap(
+            repository.findInWebhook(endpoint.id, deliveryId),
+            Option.match({ onNone: () => Effect.fail(notFound("delivery")), onSome: Effect.succeed })
+          )
+        }),
+
+      recover: (workspaceId, webhookId, window) =>
+        Effect.gen(function* () {
+          const now = yield* Clock.currentTimeMillis
+          const until = window.until ?? now
+          const endpoint = yield* findOwn(workspaceId, webhookId)
+          if (window.since > until)
+            return yield* Effect.fail(invalid([{ path: "since", message: "must not be after until" }]))
+          const queued = yield* uow.transaction(
+            Effect.gen(function* () {
+              const locked = yield* Effect.flatMap(
+                repository.lockEndpoint(endpoint.id),
+                Option.match({ onNone: () => Effect.fail(notFound("webhook")), onSome: Effect.succeed })
+              )
+              if (locked.status !== "active")
+                return yield* Effect.fail(
+                  new Conflict({
+                    message: `The webhook is ${locked.status}: set its status to active first, then recover.`
+                  })
+                )
+              // Events from before the endpoint existed were never its to receive.
+              const occurrences = { since: Math.max(window.since, locked.createdAt), until }
+              let after: ListPosition | null = null
+              let count = 0
+              for (let batch = 0; ; batch++) {
+                const found: ReadonlyArray<RecoverableEvent> = yield* repository.recoverableEvents(
+                  locked,
+                  occurrences,
+                  after,
+                  RECOVER_BATCH
+                )
+                if (found.length === 0) break
+                // Ids sorted and each batch due 1 ms after the one before: the queue's order
+                // (due time, then id) is the order of occurrence, so the oldest leaves first.
+                const attemptIds = (yield* Effect.forEach(found, () => ids.next("dlv"))).sort()
+                const attempts = found.map(({ event, attemptsMade }, index) =>
+                  pendingAttempt({
+                    id: attemptIds[index]!,
+                    webhookId: locked.id,
+                    eventId: event.id,
+                    eventType: event.type,
+                    attempt: attemptsMade + 1,
+                    trigger: "recover",
+                    createdAt: now
+                  })
+                )
+                yield* repository.enqueue(attempts, now + batch)
+                count += attempts.length
+                if (found.length < RECOVER_BATCH) break
+                const last: DomainEvent = found[found.length - 1]!.event
+                after = { createdAt: last.createdAt, id: last.id }
+              }
+              return count
+            })
+          )
+          if (queued > 0)
+            yield* Effect.serviceOption(DeliveryWakeups).pipe(
+              Effect.flatMap(Option.match({ onNone: () => Effect.void, onSome: (wakeups) => wakeups.notify }))
+            )
+          yield* Effect.logInfo({
+            message: "webhook recovery",
+            webhookId: endpoint.id,
+            queued,
+            since: window.since,
+            until
+          })
+          return { queued, since: window.since, until }
         }),
 
       test: (workspaceId, webhookId) =>
@@ -408,7 +542,7 @@ export const DeliveriesLive = Layer.effect(
             ? null
             : retryDelay({
                 schedule: settings.retrySchedule,
-                failedAttempt: delivery.attempt,
+                failedAttempt: result.ok ? delivery.attempt : yield* placeInSchedule(delivery),
                 random: random() / 2 ** 32,
                 responseStatus: result.responseStatus,
                 retryAfterMs: retryAfterMillis(result.retryAfter, finishedAt)

@@ -1,7 +1,7 @@
 /**
  * Settings of the delivery engine, supplied by the composition root from its
  * configuration (WEBHOOK_RETRY_SCHEDULE, WEBHOOK_DISABLE_AFTER). A Context.Reference:
- * a runtime that provides nothing gets decisions.md's defaults.
+ * a runtime that provides nothing gets the defaults of docs/rules.md, Webhooks and deliveries.
  */
 import { Context, Either, Layer } from "effect"
 import {

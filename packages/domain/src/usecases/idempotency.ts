@@ -1,5 +1,5 @@
 /**
- * Idempotent POSTs (decisions.md section 6). The claim, the operation's writes and the
+ * Idempotent POSTs (docs/rules.md, Idempotency). The claim, the operation's writes and the
  * stored response share one unit of work, so a crash never leaves one without the other.
  * Nothing runs in a savepoint (each would cost a round trip on every request): when the
  * operation fails with an error worth replaying (404, 409, quota), its whole unit of work

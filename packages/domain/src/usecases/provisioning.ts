@@ -1,5 +1,5 @@
 /**
- * The operator's provisioning of workspaces and keys (decisions.md section 8). Every change
+ * The operator's provisioning of workspaces and keys (docs/rules.md, Operator API). Every change
  * that affects authentication is published through AccessInvalidation after it commits,
  * so this instance's key cache forgets it at once and other instances soon.
  */

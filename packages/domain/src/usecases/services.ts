@@ -20,6 +20,7 @@ import type {
   ApiKey,
   BotStatus,
   Delivery,
+  DeliveryStatus,
   EpochMillis,
   IntakeBot,
   IntakeBotListItem,
@@ -64,7 +65,7 @@ export class Access extends Context.Tag("@intake/Access")<
   Access,
   {
     /**
-     * Checks the Authorization header in the order of decisions.md section 2: the key
+     * Checks the Authorization header in the order of docs/rules.md, Checks in order: the key
      * (401), then an archived workspace, then a plan without API access (403). Records
      * last_used_at at most once a minute.
      */
@@ -270,15 +271,48 @@ export class Webhooks extends Context.Tag("@intake/Webhooks")<
 
 // ---------------------------------------------------------------- deliveries
 
+/** A list query of the delivery log; an omitted filter means any. */
+export interface DeliveryQuery extends ListQuery {
+  readonly status?: DeliveryStatus | null
+  readonly eventType?: string | null
+  readonly submissionId?: string | null
+  readonly createdAfter?: EpochMillis | null
+  readonly createdBefore?: EpochMillis | null
+}
+
+/** What a recovery queued, and the window it covered (`until` resolved). */
+export interface Recovery {
+  readonly queued: number
+  readonly since: EpochMillis
+  readonly until: EpochMillis
+}
+
 export class Deliveries extends Context.Tag("@intake/Deliveries")<
   Deliveries,
   {
-    /** The endpoint's attempts, newest first. */
+    /** The endpoint's attempts, newest first, within the query's filters (the cursor is bound to them). */
     readonly list: (
       workspaceId: string,
       webhookId: string,
-      query: ListQuery
+      query: DeliveryQuery
     ) => Effect.Effect<Listed<Delivery>, Fails<ResourceNotFound | ValidationFailed>>
+    /** One attempt of the endpoint (404 webhook, then 404 delivery). */
+    readonly get: (
+      workspaceId: string,
+      webhookId: string,
+      deliveryId: string
+    ) => Effect.Effect<Delivery, Fails<ResourceNotFound>>
+    /**
+     * Queues again, once each and oldest first, every event of the window that the endpoint
+     * takes and has neither received nor has pending (docs/webhooks.md, Recovery). 404 for
+     * another workspace's endpoint, 400 when `since` is after `until` (default: now), 409
+     * while the endpoint is not active.
+     */
+    readonly recover: (
+      workspaceId: string,
+      webhookId: string,
+      window: { readonly since: EpochMillis; readonly until: EpochMillis | null }
+    ) => Effect.Effect<Recovery, Fails<ResourceNotFound | ValidationFailed | Conflict>>
     /** Sends a `webhook.test` event at once, whatever the endpoint's status; answers the finished attempt. */
     readonly test: (
       workspaceId: string,
@@ -334,7 +368,7 @@ export class Idempotency extends Context.Tag("@intake/Idempotency")<
     /** Method, path and a hash of the parsed JSON body in a canonical form (key order ignored). */
     readonly fingerprint: (method: string, path: string, body: unknown) => string
     /**
-     * Runs the operation under the key (decisions.md section 6): the stored response and
+     * Runs the operation under the key (docs/rules.md, Idempotency): the stored response and
      * the operation's writes commit together; a replay returns the stored response; a
      * key in flight or reused with another fingerprint fails with idempotency_conflict.
      */
@@ -360,7 +394,7 @@ export class Idempotency extends Context.Tag("@intake/Idempotency")<
 
 // ---------------------------------------------------------------- model summaries
 
-/** The summary job's use cases, for the runner of apps/worker (see summaries.ts). */
+/** The summary job's use cases, for the runner of packages/delivery (see summaries.ts). */
 export class SummaryJobs extends Context.Tag("@intake/SummaryJobs")<
   SummaryJobs,
   {

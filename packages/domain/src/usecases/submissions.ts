@@ -1,5 +1,5 @@
 /**
- * The Submissions use cases (decisions.md section 3). Creating one reads the bot with its
+ * The Submissions use cases (docs/rules.md, Resources and states). Creating one reads the bot with its
  * workspace and webhook endpoints, validates, takes the built-in summary, then in one unit
  * of work finds or creates the contact, appends the events with their delivery attempts
  * and, last, stores the submission within the monthly quota: all of it commits, or none of
@@ -39,7 +39,7 @@ import {
   SummaryWakeups,
   UnitOfWork
 } from "../ports.js"
-import { pendingAttemptsFor } from "./deliveries.js"
+import { pendingAttemptsFor, skippedAttemptsFor } from "./deliveries.js"
 import { IntakeBotCache, IntakeBotCacheLive } from "./intake-bot-cache.js"
 import { listed, pageRequest } from "./lists.js"
 import { type NewSubmission, Submissions } from "./services.js"
@@ -144,7 +144,10 @@ export const SubmissionsLive = Layer.effect(
         })
       )
 
-    const createFor = ({ bot, workspace, activeEndpoints }: IntakeTarget, input: NewSubmission) =>
+    const createFor = (
+      { bot, workspace, activeEndpoints, inactiveEndpoints }: IntakeTarget,
+      input: NewSubmission
+    ) =>
       Effect.gen(function* () {
         const status = input.status ?? "COMPLETED"
         const issues = inputIssues(input)
@@ -224,10 +227,17 @@ export const SubmissionsLive = Layer.effect(
           const held = modelSummaries
             ? deliveries.filter((delivery) => delivery.eventType === "submission.completed")
             : []
+          // Paused and disabled endpoints get a skipped attempt: the log says why, recover sends it.
+          const skipped =
+            deliveriesWithheld(workspace) !== null
+              ? []
+              : yield* Effect.provideService(skippedAttemptsFor(events, inactiveEndpoints, now), Ids, ids)
           // The attempts commit with their events: none is lost, none sent for a rollback.
           yield* outbox.append(events, {
-            deliveries:
-              held.length === 0 ? deliveries : deliveries.filter((delivery) => !held.includes(delivery)),
+            deliveries: [
+              ...(held.length === 0 ? deliveries : deliveries.filter((delivery) => !held.includes(delivery))),
+              ...skipped
+            ],
             dueAt: now
           })
           if (held.length > 0) yield* deliveryRepository.enqueue(held, now + summarySettings.deliveryWaitMs)

@@ -86,7 +86,10 @@ export const deliveryRepositoryContract = (name: string, theLayer: Layer.Layer<P
         // The first dispatcher's late result is refused: the claim is the second's now.
         const late = { ...delivery, status: "succeeded" as const, responseStatus: 200 }
         expect(yield* repo.complete(late, "first", null)).toBe(false)
-        expect(yield* repo.findInWebhook(endpoint.id, delivery.id)).toEqual(Option.some(delivery))
+        // Still pending: the log shows when it was due.
+        expect(yield* repo.findInWebhook(endpoint.id, delivery.id)).toEqual(
+          Option.some({ ...delivery, nextRetryAt: 0 })
+        )
         expect(yield* repo.complete(late, "second", null)).toBe(true)
         expect(yield* repo.findInWebhook(endpoint.id, delivery.id)).toEqual(Option.some(late))
         // Finished: never claimed again.

@@ -56,12 +56,22 @@ export const intakeBotRepositoryContract = (
             lastDeliveryOk: true
           })
           const older = aWebhookEndpoint({ workspaceId: workspace.id, createdAt: 1_000, updatedAt: 1_000 })
-          const disabled = aWebhookEndpoint({ workspaceId: workspace.id, status: "disabled" })
+          const disabled = aWebhookEndpoint({
+            workspaceId: workspace.id,
+            status: "disabled",
+            createdAt: 1_500
+          })
+          const paused = aWebhookEndpoint({ workspaceId: workspace.id, status: "paused", createdAt: 500 })
           const theirs = aWebhookEndpoint({ workspaceId: other.id })
-          for (const endpoint of [newer, older, disabled, theirs])
+          for (const endpoint of [newer, older, disabled, paused, theirs])
             yield* webhooks.insertWithinCap(endpoint, 10)
 
-          const expected = Option.some({ bot, workspace, activeEndpoints: [older, newer] })
+          const expected = Option.some({
+            bot,
+            workspace,
+            activeEndpoints: [older, newer],
+            inactiveEndpoints: [paused, disabled]
+          })
           expect(yield* bots.findIntakeTarget(bot.id, workspace.id)).toEqual(expected)
           expect(yield* bots.findIntakeTarget(bot.id, null)).toEqual(expected)
           expect(Option.isNone(yield* bots.findIntakeTarget(bot.id, other.id))).toBe(true)
@@ -69,7 +79,7 @@ export const intakeBotRepositoryContract = (
           const lone = intakeBotRecord(other.id)
           yield* bots.insert(lone)
           expect(yield* bots.findIntakeTarget(lone.id, other.id)).toEqual(
-            Option.some({ bot: lone, workspace: other, activeEndpoints: [theirs] })
+            Option.some({ bot: lone, workspace: other, activeEndpoints: [theirs], inactiveEndpoints: [] })
           )
         })
     )

@@ -13,12 +13,13 @@ import {
   WebhookSettings
 } from "@intake/domain"
 import { MemoryDatabase, MemoryPortsLive } from "@intake/memory"
+import { NodePlatformLive } from "@intake/node"
 import { newIntakeBot, validSubmissionData } from "@intake/testing"
 import { Effect, Layer } from "effect"
 
 const runtime = () =>
   UseCasesLive.pipe(
-    Layer.provideMerge(MemoryPortsLive),
+    Layer.provideMerge(MemoryPortsLive.pipe(Layer.provideMerge(NodePlatformLive))),
     Layer.provide(WebhookSettings.layer({ allowPrivateNetworks: false }))
   )
 

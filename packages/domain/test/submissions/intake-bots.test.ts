@@ -8,7 +8,7 @@ import {
   Submissions,
   ValidationFailed
 } from "@intake/domain"
-import { NodeCryptoLive } from "@intake/memory"
+import { NodeCryptoLive } from "@intake/node"
 import { everyFieldTypeSchema, newIntakeBot, requiredOnlyData } from "@intake/testing"
 import { Effect, Layer, TestClock } from "effect"
 import { givenBot, givenWorkspace, memoryPorts, submissionsArea } from "./setup.js"

@@ -15,59 +15,25 @@ import {
   WireShapes,
   WorkspaceRepository
 } from "@intake/domain"
-import {
-  answer,
-  aWorkspace,
-  deliveryRulesLayer,
-  newIntakeBot,
-  receiverDouble,
-  requiredOnlyData,
-  unreachable
-} from "@intake/testing"
+import { answer, newIntakeBot, requiredOnlyData, unreachable } from "@intake/testing"
 import { Effect, TestClock } from "effect"
 import { Webhook } from "standardwebhooks"
+import {
+  dispatchDue,
+  givenWebhook,
+  givenWorkspaceWithBot,
+  MINUTE,
+  NOW,
+  RECEIVER,
+  SECOND,
+  scene
+} from "./scene.js"
 
-const SECOND = 1_000
-const MINUTE = 60 * SECOND
 const HOUR = 60 * MINUTE
-const RECEIVER = "https://hooks.example.com/intake"
-/** Wall time: receivers refuse a signature whose timestamp is more than 5 minutes off theirs. */
-const NOW = Date.now()
 const NOW_ISO = new Date(NOW).toISOString()
-
-const scene = (options: Parameters<typeof deliveryRulesLayer>[1] = {}) => {
-  const receiver = receiverDouble()
-  const addresses = { "hooks.example.com": ["93.184.216.34"], ...options.addresses }
-  return { receiver, addresses, layer: deliveryRulesLayer(receiver.layer, { ...options, addresses }) }
-}
-
-/** A workspace with a bot, at a realistic wall time (receivers check the signature's timestamp). */
-const givenWorkspaceWithBot = Effect.gen(function* () {
-  yield* TestClock.setTime(NOW)
-  const workspace = aWorkspace()
-  yield* (yield* WorkspaceRepository).insert(workspace)
-  const bot = yield* (yield* IntakeBots).create(workspace.id, newIntakeBot())
-  return { workspaceId: workspace.id, bot }
-})
-
-const givenWebhook = (
-  workspaceId: string,
-  events: ReadonlyArray<string>,
-  intakeBotIds: ReadonlyArray<string> = []
-) =>
-  Effect.flatMap(Webhooks, (webhooks) =>
-    webhooks.create(workspaceId, { url: RECEIVER, events, intakeBotIds })
-  )
 
 const submit = (workspaceId: string, botId: string, email = "ada@example.com") =>
   Effect.flatMap(Submissions, (s) => s.create(workspaceId, botId, { data: requiredOnlyData({ email }) }))
-
-/** What one dispatcher does in one round: claim what is due and make every attempt. */
-const dispatchDue = Effect.gen(function* () {
-  const deliveries = yield* Deliveries
-  const claimed = yield* deliveries.claimDue(100, "rules")
-  return yield* Effect.forEach(claimed, (delivery) => deliveries.dispatch(delivery, "rules"))
-})
 
 const attemptsOf = (workspaceId: string, webhookId: string) =>
   Effect.map(
@@ -113,7 +79,10 @@ describe("queueing", () => {
         pending("contact.created"),
         pending("submission.completed")
       ])
-      expect(yield* queued(paused.id)).toEqual([])
+      // A paused endpoint's attempt is recorded as skipped (docs/webhooks.md), never queued.
+      expect(yield* queued(paused.id)).toEqual([
+        { type: "submission.completed", status: "skipped", attempt: 1, trigger: "event" }
+      ])
       expect(yield* queued(foreign.id, elsewhere.workspaceId)).toEqual([])
 
       // The same contact again: no contact.created; an IN_PROGRESS submission: nothing.

@@ -1,13 +1,13 @@
 /**
- * The delivery engine's configuration (decisions.md section 9), read through effect
+ * The delivery engine's configuration (docs/rules.md, Running), read through effect
  * `Config`, and the layers that run it: the server uses them for its in-process
  * dispatcher, the worker process for its own.
  */
 import { randomUUID } from "node:crypto"
 import { DeliveriesLive, DeliverySettings, type DeliverySettingsValues, RetrySchedule } from "@intake/domain"
+import { NodeReceiverClient } from "@intake/node"
 import { Config, ConfigError, Effect, Either, Layer } from "effect"
 import { type DispatcherOptions, runDispatcher } from "./dispatcher.js"
-import { NodeReceiverClient } from "./receiver-client.js"
 
 const millis = (name: string, fallback: string) =>
   Config.string(name).pipe(

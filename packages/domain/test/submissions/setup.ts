@@ -12,9 +12,9 @@ import {
   MemoryDatabase,
   MemorySubmissionPortsLive,
   MemoryUnitOfWork,
-  MemoryWorkspaceRepository,
-  PlatformLive
+  MemoryWorkspaceRepository
 } from "@intake/memory"
+import { PlatformLive } from "@intake/node"
 import { aWorkspace, newIntakeBot } from "@intake/testing"
 import { Effect, Layer } from "effect"
 

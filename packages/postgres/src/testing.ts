@@ -8,9 +8,23 @@ import { randomBytes } from "node:crypto"
 import * as Reactivity from "@effect/experimental/Reactivity"
 import type { SqlClient } from "@effect/sql"
 import * as PgClient from "@effect/sql-pg/PgClient"
+import { InProcessLive } from "@intake/memory"
+import { NodePlatformLive } from "@intake/node"
 import { Duration, Effect, Either, Layer, Redacted } from "effect"
 import { layerPostgres, type PostgresConfig } from "./pg-pool.js"
-import { migrated } from "./runtime.js"
+import { layerPglite } from "./pglite-client.js"
+import { migrated, pgPortsOn, type SqlDatabase } from "./runtime.js"
+
+/**
+ * Every port over a database client layer as one running instance has them: with the
+ * platform and the in-process rate limits, invalidation and wake-ups the composition
+ * roots add (apps/server/src/runtime.ts, apps/worker/src/main.ts).
+ */
+export const instancePortsOn = <E>(database: Layer.Layer<SqlDatabase, E>) =>
+  pgPortsOn(database).pipe(Layer.provideMerge(Layer.merge(InProcessLive, NodePlatformLive)))
+
+/** Every port on a fresh in-memory PGlite. */
+export const PgliteTestLayer = instancePortsOn(layerPglite({}))
 
 export const testServerUrl = (): string =>
   process.env.INTAKE_TEST_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/test"

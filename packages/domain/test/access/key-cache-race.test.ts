@@ -1,7 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Provisioning } from "@intake/domain"
+import { accessTestLayer, authenticate, provisionApiKey } from "@intake/testing"
 import { Deferred, Effect, Fiber, Ref } from "effect"
-import { accessTestLayer, authenticate, provisionApiKey } from "../../src/fixtures-access.js"
 
 /** Lets a test hold key lookups in flight: while the gate is set, findByHash waits on it after reading. */
 let gate: Deferred.Deferred<void> | null = null

@@ -94,3 +94,6 @@ export const NodeAddressResolver = Layer.succeed(AddressResolver, {
       })
     )
 })
+
+/** Everything of the platform a runtime needs: Crypto, Ids and the system's name resolution. */
+export const NodePlatformLive = Layer.merge(PlatformLive, NodeAddressResolver)

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { StorageUnavailable } from "@intake/domain"
+import { accessTestLayer, authenticate, provisionApiKey } from "@intake/testing"
 import { Effect } from "effect"
-import { accessTestLayer, authenticate, provisionApiKey } from "../../src/fixtures-access.js"
 
 /** While `storeDown.keys` is set, key lookups fail as a database that went away does. */
 const storeDown = { keys: false }

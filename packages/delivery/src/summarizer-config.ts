@@ -5,8 +5,8 @@
  */
 import { randomUUID } from "node:crypto"
 import { RetrySchedule, SummaryJobsLive, SummarySettings } from "@intake/domain"
+import { ModelSummarizer, OPENAI_API_URL } from "@intake/node"
 import { Config, ConfigError, Effect, Either, Layer, Option, Redacted } from "effect"
-import { ModelSummarizer, OPENAI_API_URL } from "./model-summarizer.js"
 import { runSummaryJobs } from "./summary-runner.js"
 
 export interface SummarizerConfig {

@@ -1,13 +1,13 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Access, OPERATOR_AUTH_FAILURES_PER_MINUTE, type Principal, Provisioning } from "@intake/domain"
-import { Effect, Either, Fiber, Logger, Option, Redacted, TestClock } from "effect"
 import {
   accessTestLayer,
   authenticate,
   ControlledRateLimiter,
   LimiterControl,
   provisionApiKey
-} from "../../src/fixtures-access.js"
+} from "@intake/testing"
+import { Effect, Either, Fiber, Logger, Option, Redacted, TestClock } from "effect"
 
 const principalOf = (options: Parameters<typeof provisionApiKey>[0] = {}) =>
   Effect.flatMap(provisionApiKey(options), ({ authorization }) => authenticate(authorization))

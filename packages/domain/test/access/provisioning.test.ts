@@ -1,7 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { ApiKeyFormat, type Plan, Provisioning } from "@intake/domain"
+import { accessTestLayer, authenticate, issueApiKey, provisionWorkspace } from "@intake/testing"
 import { Clock, Effect, Either, TestClock } from "effect"
-import { accessTestLayer, authenticate, issueApiKey, provisionWorkspace } from "../../src/fixtures-access.js"
 
 /** What the client would see of a failure: code, status and details. */
 const failureOf = <A, E extends { readonly _tag: string }, R>(effect: Effect.Effect<A, E, R>) =>

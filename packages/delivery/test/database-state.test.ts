@@ -5,9 +5,9 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { StorageUnavailable } from "@intake/domain"
+import { jsonLineLogger } from "@intake/node"
 import { Effect, Fiber, Logger, TestClock } from "effect"
 import { DatabaseState, describeFailure, makeDatabaseState, watchDatabase } from "../src/database-state.js"
-import { jsonLineLogger } from "../src/logging.js"
 
 /** The JSON lines the processes would print, parsed. */
 const capturedLogs = () => {

@@ -9,8 +9,8 @@ import {
   WorkspaceRepository
 } from "@intake/domain"
 import { MemoryDatabase } from "@intake/memory"
+import { accessTestLayer, authenticate, bearer, provisionApiKey } from "@intake/testing"
 import { Clock, Effect, Option, TestClock } from "effect"
-import { accessTestLayer, authenticate, bearer, provisionApiKey } from "../../src/fixtures-access.js"
 
 /** What the client would see of a refusal: code, status and details. */
 const refusal = (authorization: string | undefined) =>

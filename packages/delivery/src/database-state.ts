@@ -10,7 +10,7 @@ import { Cause, Context, Duration, Effect, Exit, Layer, Ref } from "effect"
 /** How often the watcher pings the database by default. */
 export const DATABASE_WATCH_INTERVAL = Duration.seconds(5)
 
-export class DatabaseState extends Context.Reference<DatabaseState>()("@intake/worker/DatabaseState", {
+export class DatabaseState extends Context.Reference<DatabaseState>()("@intake/delivery/DatabaseState", {
   // A process without a database to lose (the in-memory store) always has one that answers.
   defaultValue: (): {
     /** Pings now, records the answer (logging a change) and tells whether the database answered. */

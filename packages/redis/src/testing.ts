@@ -8,7 +8,7 @@ import net from "node:net"
 import { describe, it } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import { Redis } from "ioredis"
-import { RedisConnectionLive, type RedisSettings } from "../src/connection.js"
+import { RedisConnectionLive, type RedisSettings } from "./connection.js"
 
 export const redisUrl = process.env.REDIS_URL ?? "redis://127.0.0.1:6379"
 
