@@ -19,7 +19,7 @@ export default [
       name: "server-postgres",
       root: "./apps/server",
       include: [
-        "test/{auth,requests,resources,webhooks,deliveries,summaries,hostile-input,idempotent-sends,plan-changes,recovery}.test.ts"
+        "test/{auth,requests,resources,webhooks,deliveries,summaries,hostile-input,idempotent-sends,plan-changes,recovery,webhook-operations}.test.ts"
       ],
       env: { INTAKE_SERVER_TEST_STORE: "postgres" },
       testTimeout: 60_000,
@@ -31,7 +31,7 @@ export default [
       name: "server-pglite",
       root: "./apps/server",
       include: [
-        "test/{auth,requests,resources,webhooks,deliveries,hostile-input,idempotent-sends,plan-changes,recovery}.test.ts"
+        "test/{auth,requests,resources,webhooks,deliveries,hostile-input,idempotent-sends,plan-changes,recovery,webhook-operations}.test.ts"
       ],
       env: { INTAKE_SERVER_TEST_STORE: "pglite" },
       testTimeout: 60_000,

@@ -3,8 +3,8 @@
  * bad value fails at start with the variable's name.
  */
 
-import { type SummarizerConfig, summarizerConfig } from "@intake/delivery"
-import { ClientAddress, RetrySchedule } from "@intake/domain"
+import { isolationConfig, type SummarizerConfig, summarizerConfig } from "@intake/delivery"
+import { ClientAddress, type DeliveryIsolation, RetrySchedule } from "@intake/domain"
 import { logLevelConfig } from "@intake/node"
 import { Config, ConfigError, Duration, Either, type LogLevel, Option, Redacted } from "effect"
 import { type CorsOrigins, parseCorsOrigins } from "./cors.js"
@@ -20,6 +20,10 @@ export interface ServerConfig {
   readonly webhookAllowPrivateNetworks: boolean
   readonly webhookRetrySchedule: ReadonlyArray<Duration.Duration>
   readonly webhookDisableAfter: Duration.Duration
+  /** WEBHOOK_ENDPOINT_CONCURRENCY, WEBHOOK_CIRCUIT_…: per-endpoint isolation (docs/webhooks.md). */
+  readonly webhookIsolation: DeliveryIsolation.IsolationPolicy
+  /** WEBHOOK_RETENTION: finished attempts and events older than this are purged (default 30 d). */
+  readonly webhookRetention: Duration.Duration
   /** INTAKE_KEY_CACHE_TTL: how long an instance trusts a cached key (the domain caps it at 60 s). */
   readonly keyCacheTtl: Duration.Duration
   /** LOG_LEVEL: debug, info (default), warning, error or none. */
@@ -108,6 +112,8 @@ export const serverConfig: Config.Config<ServerConfig> = Config.all({
   ),
   webhookRetrySchedule: schedule,
   webhookDisableAfter: duration("WEBHOOK_DISABLE_AFTER", "5d"),
+  webhookIsolation: isolationConfig,
+  webhookRetention: duration("WEBHOOK_RETENTION", RetrySchedule.DEFAULT_RETENTION),
   keyCacheTtl: duration("INTAKE_KEY_CACHE_TTL", "60s"),
   logLevel: logLevelConfig,
   requestTimeout: duration("REQUEST_TIMEOUT", "30s"),

@@ -10,7 +10,7 @@ import {
   Submissions,
   Webhooks
 } from "@intake/domain"
-import { Effect } from "effect"
+import { Clock, Effect } from "effect"
 import { type Route, serve } from "./routes.js"
 
 const DEFAULT_LIMIT = 50
@@ -115,10 +115,11 @@ export const v1Routes: ReadonlyArray<Route<V1Services>> = [
   serve(
     Api.listWebhooks,
     ({ principal, urlParams }) =>
-      Effect.map(
+      Effect.zipWith(
         Effect.flatMap(Webhooks, (webhooks) => webhooks.list(principal.workspace.id, listQuery(urlParams))),
-        (listed) => ({
-          webhooks: listed.items.map(Api.webhookToWire),
+        Clock.currentTimeMillis,
+        (listed, now) => ({
+          webhooks: listed.items.map((webhook) => Api.webhookToWire(webhook, now)),
           pagination: pagination(listed.nextCursor)
         })
       ),
@@ -127,41 +128,46 @@ export const v1Routes: ReadonlyArray<Route<V1Services>> = [
   serve(
     Api.getWebhook,
     ({ principal, path }) =>
-      Effect.map(
+      Effect.zipWith(
         Effect.flatMap(Webhooks, (webhooks) => webhooks.get(principal.workspace.id, path.id)),
-        (webhook) => ({ webhook: Api.webhookToWire(webhook) })
+        Clock.currentTimeMillis,
+        (webhook, now) => ({ webhook: Api.webhookToWire(webhook, now) })
       ),
     v1
   ),
   serve(
     Api.createWebhook,
     ({ principal, payload }) =>
-      Effect.map(
+      Effect.zipWith(
         Effect.flatMap(Webhooks, (webhooks) =>
           webhooks.create(principal.workspace.id, {
             url: payload.url,
             events: payload.events,
             ...(payload.description === undefined ? {} : { description: payload.description }),
-            ...(payload.intake_bot_ids === undefined ? {} : { intakeBotIds: payload.intake_bot_ids })
+            ...(payload.intake_bot_ids === undefined ? {} : { intakeBotIds: payload.intake_bot_ids }),
+            ...(payload.rate_limit === undefined ? {} : { rateLimit: payload.rate_limit })
           })
         ),
-        (webhook) => ({ webhook: Api.webhookWithSecretToWire(webhook) })
+        Clock.currentTimeMillis,
+        (webhook, now) => ({ webhook: Api.webhookWithSecretToWire(webhook, now) })
       ),
     v1
   ),
   serve(
     Api.updateWebhook,
     ({ principal, path, payload }) =>
-      Effect.map(
+      Effect.zipWith(
         Effect.flatMap(Webhooks, (webhooks) =>
           webhooks.update(principal.workspace.id, path.id, {
             ...(payload.events === undefined ? {} : { events: payload.events }),
             ...(payload.description === undefined ? {} : { description: payload.description }),
             ...(payload.status === undefined ? {} : { status: payload.status }),
-            ...(payload.intake_bot_ids === undefined ? {} : { intakeBotIds: payload.intake_bot_ids })
+            ...(payload.intake_bot_ids === undefined ? {} : { intakeBotIds: payload.intake_bot_ids }),
+            ...(payload.rate_limit === undefined ? {} : { rateLimit: payload.rate_limit })
           })
         ),
-        (webhook) => ({ webhook: Api.webhookToWire(webhook) })
+        Clock.currentTimeMillis,
+        (webhook, now) => ({ webhook: Api.webhookToWire(webhook, now) })
       ),
     v1
   ),
@@ -173,6 +179,25 @@ export const v1Routes: ReadonlyArray<Route<V1Services>> = [
         { id: path.id, deleted: true as const }
       ),
     v1
+  ),
+  serve(
+    Api.rotateWebhookSecret,
+    ({ principal, path, payload }) =>
+      Effect.zipWith(
+        Effect.flatMap(Webhooks, (webhooks) =>
+          webhooks.rotateSecret(
+            principal.workspace.id,
+            path.id,
+            payload.grace_period_seconds === undefined
+              ? {}
+              : { gracePeriodSeconds: payload.grace_period_seconds }
+          )
+        ),
+        Clock.currentTimeMillis,
+        // The new secret, shown this once (as by create); a replay with the same key answers it again.
+        (webhook, now) => ({ webhook: Api.webhookWithSecretToWire(webhook, now) })
+      ),
+    { ...v1, optionalBody: true }
   ),
   serve(
     Api.testWebhook,

@@ -30,6 +30,8 @@ const program = Effect.gen(function* () {
       access: { keyCacheTtlMs: Duration.toMillis(config.keyCacheTtl) },
       webhookRetrySchedule: config.webhookRetrySchedule.map(Duration.toMillis),
       webhookDisableAfterMs: Duration.toMillis(config.webhookDisableAfter),
+      webhookIsolation: config.webhookIsolation,
+      webhookRetentionMs: Duration.toMillis(config.webhookRetention),
       summarizer: config.summarizer
     }
   )

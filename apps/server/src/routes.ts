@@ -162,7 +162,15 @@ export interface ServeOptions {
   readonly answersRepeat?: boolean
   /** The operation calls out (sends a webhook): idempotency must keep it outside any transaction. */
   readonly callsOut?: boolean
+  /** The body may be left out (no Content-Type, no bytes): it is then decoded as `{}`. */
+  readonly optionalBody?: boolean
 }
+
+/** A request that sends no body at all: no Content-Type, no length (or 0), not chunked. */
+const sendsNoBody = (request: IncomingRequest) =>
+  request.headers["content-type"] === undefined &&
+  request.headers["transfer-encoding"] === undefined &&
+  (request.headers["content-length"] === undefined || request.headers["content-length"] === "0")
 
 /**
  * One endpoint of packages/api served by `handler`, which receives the decoded path,
@@ -222,12 +230,14 @@ export const serve = <
   const bodyOf = Option.map(
     decodePayload,
     (decode) => (request: IncomingRequest) =>
-      Effect.flatMap(readJsonBody(request), (raw) =>
-        Effect.zipRight(
-          rejectUnknownKeys(raw, known),
-          Effect.map(decode(raw), (payload) => ({ raw: raw as unknown, payload }))
-        )
-      )
+      options.optionalBody === true && sendsNoBody(request)
+        ? Effect.map(decode({}), (payload) => ({ raw: undefined as unknown, payload }))
+        : Effect.flatMap(readJsonBody(request), (raw) =>
+            Effect.zipRight(
+              rejectUnknownKeys(raw, known),
+              Effect.map(decode(raw), (payload) => ({ raw: raw as unknown, payload }))
+            )
+          )
   )
   const noBody = Effect.succeed({ raw: undefined as unknown, payload: undefined as B })
 

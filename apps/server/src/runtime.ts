@@ -11,11 +11,17 @@ import type { SqlClient } from "@effect/sql"
 import {
   deliveryEngine,
   dispatcherLayer,
+  historyPurgeLayer,
   type SummarizerConfig,
   summarizerLayers,
   watchDatabase
 } from "@intake/delivery"
-import { type AccessSettings, makeUseCasesLayer, WebhookSettings } from "@intake/domain"
+import {
+  type AccessSettings,
+  type DeliveryIsolation,
+  makeUseCasesLayer,
+  WebhookSettings
+} from "@intake/domain"
 import { InProcessLive, MemoryPortsLive } from "@intake/memory"
 import { NodePlatformLive } from "@intake/node"
 import {
@@ -44,6 +50,10 @@ export interface RuntimeOptions {
   readonly webhookRetrySchedule?: ReadonlyArray<number>
   /** WEBHOOK_DISABLE_AFTER in milliseconds; 5 days when omitted. */
   readonly webhookDisableAfterMs?: number
+  /** WEBHOOK_ENDPOINT_CONCURRENCY, WEBHOOK_CIRCUIT_…; the domain's defaults when omitted. */
+  readonly webhookIsolation?: DeliveryIsolation.IsolationPolicy
+  /** WEBHOOK_RETENTION in milliseconds; 30 days when omitted. */
+  readonly webhookRetentionMs?: number
   /** The in-process dispatcher (and summary runner, with a model summarizer); on unless `false`. */
   readonly dispatcher?: false | { readonly concurrency?: number; readonly pollIntervalMs?: number }
   /** INTAKE_SUMMARIZER…: the built-in summarizer when omitted. */
@@ -85,19 +95,20 @@ const withUseCases = <ROut, E>(ports: Layer.Layer<ROut, E>, options: RuntimeOpti
     onNone: () => ({ settings: Layer.empty, model: Option.none() }),
     onSome: summarizerLayers
   })
-  const useCases = Layer.merge(
+  const deliverySettings = {
+    ...(options.webhookRetrySchedule === undefined ? {} : { retrySchedule: options.webhookRetrySchedule }),
+    ...(options.webhookDisableAfterMs === undefined ? {} : { disableAfterMs: options.webhookDisableAfterMs }),
+    ...(options.webhookRetentionMs === undefined ? {} : { retentionMs: options.webhookRetentionMs }),
+    ...(options.webhookIsolation === undefined ? {} : { isolation: options.webhookIsolation })
+  }
+  const useCases = Layer.mergeAll(
     makeUseCasesLayer(options.access),
     deliveryEngine({
       allowPrivateNetworks: options.webhookAllowPrivateNetworks,
-      settings: {
-        ...(options.webhookRetrySchedule === undefined
-          ? {}
-          : { retrySchedule: options.webhookRetrySchedule }),
-        ...(options.webhookDisableAfterMs === undefined
-          ? {}
-          : { disableAfterMs: options.webhookDisableAfterMs })
-      }
-    })
+      settings: deliverySettings
+    }),
+    // Every process purges (as the idempotency records' purge): batches skip what another holds.
+    historyPurgeLayer(deliverySettings)
   ).pipe(
     Layer.provideMerge(
       Layer.mergeAll(

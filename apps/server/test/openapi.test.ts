@@ -122,12 +122,20 @@ describe("the OpenAPI document of v1", () => {
     expect(Object.keys(get.responses).sort()).toEqual(["200", "401", "403", "404", "429", "500"])
   })
 
-  it("lists the three webhook events with their payloads and the Standard Webhooks headers", () => {
+  it("lists the four webhook events with their payloads and the Standard Webhooks headers", () => {
     expect(Object.keys(document.webhooks).sort()).toEqual([
       "contact.created",
       "submission.completed",
+      "webhook.disabled",
       "webhook.test"
     ])
+    const disabled = document.components.schemas.WebhookDisabledEvent
+    expect(disabled.properties.data.properties.reason).toMatchObject({
+      type: "string",
+      enum: ["gone", "failing"]
+    })
+    expect(Object.keys(disabled.properties.data.properties.webhook.properties)).not.toContain("secret")
+    expect(document.components.schemas.WebhookEventName.enum).toContain("webhook.disabled")
     for (const item of Object.values<Json>(document.webhooks)) {
       expect(item.post.parameters.map((parameter: Json) => parameter.name)).toEqual([
         "webhook-id",
@@ -267,7 +275,11 @@ describe("the OpenAPI document of v1", () => {
     expect(schemas.CreateWebhookBody.properties.events.items).toEqual({
       $ref: "#/components/schemas/WebhookEventName"
     })
-    expect(schemas.WebhookEventName.enum).toEqual(["submission.completed", "contact.created"])
+    expect(schemas.WebhookEventName.enum).toEqual([
+      "submission.completed",
+      "contact.created",
+      "webhook.disabled"
+    ])
     expect(schemas.Webhook.properties.events.items).toEqual({ $ref: "#/components/schemas/WebhookEventName" })
     expect(schemas.Count).toMatchObject({ type: "integer", minimum: 0 })
     for (const [schema, field] of [
@@ -286,6 +298,7 @@ describe("the OpenAPI document of v1", () => {
       mapping: {
         "submission.completed": "#/components/schemas/SubmissionCompletedEvent",
         "contact.created": "#/components/schemas/ContactCreatedEvent",
+        "webhook.disabled": "#/components/schemas/WebhookDisabledEvent",
         "webhook.test": "#/components/schemas/WebhookTestEvent"
       }
     })

@@ -1,6 +1,7 @@
 /** The real server on the embedded runtime, provisioned through the admin API. */
 
 import { expect } from "@effect/vitest"
+import { DeliveryIsolation } from "@intake/domain"
 import type { MemoryDatabase } from "@intake/memory"
 import { layerPglite } from "@intake/postgres"
 import { PostgresTestDatabase } from "@intake/postgres/testing"
@@ -51,6 +52,8 @@ export const realServer = (
     readonly corsOrigins?: CorsOrigins
     /** The in-process dispatcher's longest sleep (1 s by default). */
     readonly dispatcherPollMs?: number
+    /** Per-endpoint isolation beyond the defaults (docs/webhooks.md, Isolation). */
+    readonly isolation?: Partial<DeliveryIsolation.IsolationPolicy>
   } = {}
 ) =>
   testServer(
@@ -59,7 +62,10 @@ export const realServer = (
       ...(options.retrySchedule === undefined ? {} : { webhookRetrySchedule: options.retrySchedule }),
       ...(options.dispatcherPollMs === undefined
         ? {}
-        : { dispatcher: { pollIntervalMs: options.dispatcherPollMs } })
+        : { dispatcher: { pollIntervalMs: options.dispatcherPollMs } }),
+      ...(options.isolation === undefined
+        ? {}
+        : { webhookIsolation: { ...DeliveryIsolation.DEFAULT_ISOLATION, ...options.isolation } })
     }),
     {
       admin: options.admin ?? true,

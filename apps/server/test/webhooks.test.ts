@@ -146,6 +146,49 @@ layer(realServer({ allowPrivateNetworks: true }), { excludeTestServices: true })
         expect(dataOf(answer).webhook.url).toBe("http://127.0.0.1:9/hook")
       })
     )
+
+    it.effect(
+      "rate_limit is set, changed and cleared, 400 out of 1..1000; the circuit shows on the endpoint",
+      () =>
+        Effect.gen(function* () {
+          const baseUrl = yield* BaseUrl
+          const tenant = yield* provision(baseUrl)
+          const created = dataOf(
+            yield* call(baseUrl, "POST", "/v1/webhooks", {
+              key: tenant.key,
+              body: { url: "http://127.0.0.1:9/hook", events: ["submission.completed"], rate_limit: 5 }
+            })
+          ).webhook
+          expect(created).toMatchObject({ rate_limit: 5, circuit: "closed", circuit_retry_at: null })
+          const path = `/v1/webhooks/${created.id}`
+          const patch = (body: unknown) => call(baseUrl, "PATCH", path, { key: tenant.key, body })
+          expect(dataOf(yield* patch({ rate_limit: 1000 })).webhook.rate_limit).toBe(1000)
+          for (const bad of [0, 1001, 2.5, -3]) {
+            const refused = yield* patch({ rate_limit: bad })
+            expect(expectError(refused, 400, "validation_failed")?.issues).toEqual([
+              { path: "rate_limit", message: expect.stringContaining("1 to 1000") }
+            ])
+          }
+          expectError(yield* patch({ rate_limit: "5" }), 400, "validation_failed")
+          const badCreate = yield* call(baseUrl, "POST", "/v1/webhooks", {
+            key: tenant.key,
+            body: { url: "http://127.0.0.1:9/hook", events: ["submission.completed"], rate_limit: 0 }
+          })
+          expectError(badCreate, 400, "validation_failed")
+          expect(dataOf(yield* call(baseUrl, "GET", path, { key: tenant.key })).webhook.rate_limit).toBe(1000)
+          expect(dataOf(yield* patch({ rate_limit: null })).webhook.rate_limit).toBeNull()
+
+          // Nothing listens on port 9: five failed test sends in a row open the circuit.
+          for (let i = 0; i < 5; i++)
+            dataOf(yield* call(baseUrl, "POST", `${path}/test`, { key: tenant.key }))
+          const failing = dataOf(yield* call(baseUrl, "GET", path, { key: tenant.key })).webhook
+          expect(failing).toMatchObject({ consecutive_fails: 5, circuit: "open" })
+          expect(Date.parse(failing.circuit_retry_at)).toBeGreaterThan(Date.now() + 20_000)
+          // Re-activating closes it.
+          const reset = dataOf(yield* patch({ status: "active" })).webhook
+          expect(reset).toMatchObject({ consecutive_fails: 0, circuit: "closed", circuit_retry_at: null })
+        })
+    )
   }
 )
 

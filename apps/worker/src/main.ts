@@ -12,6 +12,7 @@ import {
   deliveryConfig,
   deliveryEngine,
   dispatcherLayer,
+  historyPurgeLayer,
   summarizerConfig,
   summarizerLayers,
   watchDatabase
@@ -41,7 +42,9 @@ const program = Effect.gen(function* () {
     settings: {
       retrySchedule: config.retrySchedule,
       disableAfterMs: config.disableAfterMs,
-      leaseMs: config.leaseMs
+      leaseMs: config.leaseMs,
+      isolation: config.isolation,
+      retentionMs: config.retentionMs
     }
   }).pipe(
     Layer.provideMerge(
@@ -59,6 +62,7 @@ const program = Effect.gen(function* () {
   const worker = Layer.mergeAll(
     dispatcherLayer({ concurrency: config.concurrency, pollIntervalMs: config.pollIntervalMs }),
     watchDatabase(pingDatabase),
+    historyPurgeLayer({ retentionMs: config.retentionMs }),
     Option.match(summaries.model, { onNone: () => Layer.empty, onSome: ({ runner }) => runner })
   ).pipe(Layer.provide(engine))
   return yield* Effect.gen(function* () {

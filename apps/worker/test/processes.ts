@@ -45,13 +45,16 @@ export interface Received {
   readonly headers: IncomingHttpHeaders
   readonly body: string
   readonly eventId: string
+  /** Epoch ms at which the request's body had arrived. */
+  readonly receivedAt: number
 }
 
 /**
- * A receiver on 127.0.0.1 answering 204 after `delayMs`; keeps every request as it
- * arrives (`received`) and the event id of every answer once sent (`answered`).
+ * A receiver on 127.0.0.1 answering 204 after `delayMs` (never when null: it hangs until
+ * the sender gives up); keeps every request as it arrives (`received`) and the event id of
+ * every answer once sent (`answered`).
  */
-export const slowReceiver = (delayMs: number) =>
+export const slowReceiver = (delayMs: number | null) =>
   Effect.acquireRelease(
     Effect.async<{
       url: string
@@ -67,8 +70,9 @@ export const slowReceiver = (delayMs: number) =>
         request.on("end", () => {
           const body = Buffer.concat(chunks).toString("utf8")
           const eventId: string = JSON.parse(body).id
-          received.push({ headers: request.headers, body, eventId })
-          setTimeout(() => response.writeHead(204).end(() => answered.push(eventId)), delayMs)
+          received.push({ headers: request.headers, body, eventId, receivedAt: Date.now() })
+          if (delayMs !== null)
+            setTimeout(() => response.writeHead(204).end(() => answered.push(eventId)), delayMs)
         })
       })
       server.listen(0, "127.0.0.1", () =>

@@ -50,6 +50,10 @@ const webhook = {
   last_delivery_at: null,
   last_delivery_ok: null,
   consecutive_fails: 0,
+  rate_limit: null,
+  circuit: "closed" as const,
+  circuit_retry_at: null,
+  previous_secret_expires_at: null,
   created_at: CREATED,
   updated_at: CREATED
 }
@@ -169,6 +173,20 @@ export const operationExamples = {
   deleteWebhook: {
     response: { success: true, data: { id: WEBHOOK, deleted: true } } satisfies V1.DeletedEncoded
   },
+  rotateWebhookSecret: {
+    request: { grace_period_seconds: 86400 } satisfies V1.RotateWebhookSecretBodyEncoded,
+    response: {
+      success: true,
+      data: {
+        webhook: {
+          ...webhook,
+          secret: "whsec_Q2hhbmdlZCBzZWNyZXQgZm9yIHRoZSBleGFtcGxlIQ==",
+          previous_secret_expires_at: "2026-11-22T10:05:00.000Z",
+          updated_at: UPDATED
+        }
+      }
+    } satisfies V1.WebhookSecretRotatedEncoded
+  },
   testWebhook: {
     response: {
       success: true,
@@ -247,6 +265,26 @@ export const webhookEventExamples = {
         created_at: CREATED
       },
       submission_id: SUBMISSION
+    }
+  },
+  "webhook.disabled": {
+    id: "evt_01jd8ra6t9w2y5b8d1f4h7k0m7",
+    type: "webhook.disabled",
+    timestamp: UPDATED,
+    data: {
+      webhook: {
+        id: "wh_01jd8rb7a2c5e8g1j4m7p0r3t7",
+        url: "https://old.example.com/hooks/intake",
+        description: "Legacy CRM",
+        events: ["submission.completed"],
+        intake_bot_ids: [],
+        status: "disabled",
+        consecutive_fails: 1,
+        last_delivery_at: UPDATED,
+        created_at: CREATED
+      },
+      reason: "gone",
+      disabled_at: UPDATED
     }
   },
   "webhook.test": {

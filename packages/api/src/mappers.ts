@@ -2,6 +2,7 @@
 import {
   type ApiKey,
   type Delivery,
+  DeliveryIsolation,
   type IntakeBot,
   type IntakeBotListItem,
   type IssuedApiKey,
@@ -93,8 +94,8 @@ export const createdSubmissionToWire = (submission: SubmissionDetail) => ({
   created_at: isoTimestamp(submission.createdAt)
 })
 
-/** Without the secret: every answer but the create one. */
-export const webhookToWire = (endpoint: WebhookEndpoint): WebhookWire => ({
+/** Without the secret: every answer but the create one. `now` tells the circuit's state. */
+export const webhookToWire = (endpoint: WebhookEndpoint, now: number): WebhookWire => ({
   id: endpoint.id,
   url: endpoint.url,
   events: endpoint.events,
@@ -104,12 +105,16 @@ export const webhookToWire = (endpoint: WebhookEndpoint): WebhookWire => ({
   last_delivery_at: isoOrNull(endpoint.lastDeliveryAt),
   last_delivery_ok: endpoint.lastDeliveryOk,
   consecutive_fails: endpoint.consecutiveFails,
+  rate_limit: endpoint.rateLimit,
+  circuit: DeliveryIsolation.circuitState(endpoint, now),
+  circuit_retry_at: isoOrNull(endpoint.circuitOpenUntil),
+  previous_secret_expires_at: isoOrNull(endpoint.previousSecretExpiresAt),
   created_at: isoTimestamp(endpoint.createdAt),
   updated_at: isoTimestamp(endpoint.updatedAt)
 })
 
-export const webhookWithSecretToWire = (endpoint: WebhookEndpoint): WebhookWithSecretWire => ({
-  ...webhookToWire(endpoint),
+export const webhookWithSecretToWire = (endpoint: WebhookEndpoint, now: number): WebhookWithSecretWire => ({
+  ...webhookToWire(endpoint, now),
   secret: endpoint.secret
 })
 

@@ -200,7 +200,7 @@ const STANDARD_WEBHOOK_HEADERS = [
   {
     name: "webhook-signature",
     description:
-      "`v1,` and the base64 HMAC-SHA256 of `{webhook-id}.{webhook-timestamp}.{body}` keyed with the base64-decoded secret (after `whsec_`)."
+      "`v1,` and the base64 HMAC-SHA256 of `{webhook-id}.{webhook-timestamp}.{body}` keyed with the base64-decoded secret (after `whsec_`). During a secret rotation's grace period it holds two such signatures, space-separated, the new secret's first: accept the message when any one verifies."
   }
 ].map(({ name, description }) => ({
   name,

@@ -35,6 +35,7 @@ import {
   NotFound,
   oneOf,
   Pagination,
+  RateLimitInput,
   RecoveryWire,
   SchemaFieldSummary,
   ServerError,
@@ -66,15 +67,29 @@ export const CreateWebhookBody = Schema.Struct({
   url: Schema.String,
   events: Schema.Array(WebhookEventNameInput),
   description: Schema.optionalWith(Schema.String, { exact: true }),
-  intake_bot_ids: Schema.optionalWith(Schema.Array(Schema.String), { exact: true })
+  intake_bot_ids: Schema.optionalWith(Schema.Array(Schema.String), { exact: true }),
+  rate_limit: Schema.optionalWith(RateLimitInput, { exact: true })
 }).annotations({ identifier: "CreateWebhookBody" })
 
 export const UpdateWebhookBody = Schema.Struct({
   events: Schema.optionalWith(Schema.Array(WebhookEventNameInput), { exact: true }),
   description: Schema.optionalWith(Schema.String, { exact: true }),
   status: Schema.optionalWith(oneOf("active", "paused"), { exact: true }),
-  intake_bot_ids: Schema.optionalWith(Schema.Array(Schema.String), { exact: true })
+  intake_bot_ids: Schema.optionalWith(Schema.Array(Schema.String), { exact: true }),
+  rate_limit: Schema.optionalWith(RateLimitInput, { exact: true })
 }).annotations({ identifier: "UpdateWebhookBody" })
+
+/** Decoded as a number so the domain words every bad value alike (docs/choices.md, "Secret rotation"). */
+export const RotateWebhookSecretBody = Schema.Struct({
+  grace_period_seconds: Schema.optionalWith(
+    Schema.Number.annotations({
+      jsonSchema: { type: "integer", minimum: 0, maximum: 604800 },
+      description:
+        "How long the old secret keeps signing deliveries beside the new one: 0 (it stops at once) to 604800 (7 days); 86400 (24 h) when omitted."
+    }),
+    { exact: true }
+  )
+}).annotations({ identifier: "RotateWebhookSecretBody" })
 
 export const RecoverWebhookBody = Schema.Struct({
   since: DateTimeParam,
@@ -108,6 +123,10 @@ export const WebhookList = success(
 )
 export const WebhookOne = success("WebhookOne", Schema.Struct({ webhook: WebhookWire }))
 export const WebhookCreated = success("WebhookCreated", Schema.Struct({ webhook: WebhookWithSecretWire }))
+export const WebhookSecretRotated = success(
+  "WebhookSecretRotated",
+  Schema.Struct({ webhook: WebhookWithSecretWire })
+)
 export const Deleted = success("Deleted", Schema.Struct({ id: Schema.String, deleted: Schema.Literal(true) }))
 export const DeliveryOne = success("DeliveryOne", Schema.Struct({ delivery: DeliveryWire }))
 export const RecoveryOne = success("RecoveryOne", Schema.Struct({ recovery: RecoveryWire }))
@@ -205,7 +224,7 @@ export const createWebhook = HttpApiEndpoint.post("createWebhook", "/v1/webhooks
   .annotate(OpenApi.Summary, "Register a webhook endpoint")
   .annotate(
     OpenApi.Description,
-    "Registers an https URL to receive the subscribed events, optionally only for some intake bots. The answer carries the signing secret (`whsec_…`), shown this once: keep it to verify deliveries (Standard Webhooks)."
+    "Registers an https URL to receive the subscribed events, optionally only for some intake bots and at most `rate_limit` deliveries per second. The answer carries the signing secret (`whsec_…`), shown this once: keep it to verify deliveries (Standard Webhooks)."
   )
   .setHeaders(IdempotencyHeaders)
   .setPayload(CreateWebhookBody)
@@ -222,7 +241,7 @@ export const updateWebhook = HttpApiEndpoint.patch("updateWebhook", "/v1/webhook
   .annotate(OpenApi.Summary, "Update a webhook endpoint")
   .annotate(
     OpenApi.Description,
-    "Changes the events, description, bots or status of an endpoint. Setting `status` to `active` resets `consecutive_fails`; `paused` stops deliveries."
+    "Changes the events, description, bots, rate limit or status of an endpoint. Setting `status` to `active` resets `consecutive_fails` and closes the circuit; `paused` stops deliveries."
   )
   .setPath(IdPath)
   .setPayload(UpdateWebhookBody)
@@ -237,6 +256,22 @@ export const deleteWebhook = HttpApiEndpoint.del("deleteWebhook", "/v1/webhooks/
   .addSuccess(Deleted)
   .annotate(RequiredScope, "manage:webhooks")
   .annotate(EndpointErrors, ["resource_not_found"])
+
+export const rotateWebhookSecret = HttpApiEndpoint.post(
+  "rotateWebhookSecret",
+  "/v1/webhooks/:id/secret/rotate"
+)
+  .annotate(OpenApi.Summary, "Rotate a webhook endpoint's signing secret")
+  .annotate(
+    OpenApi.Description,
+    "Gives the endpoint a new signing secret, answered this once in `secret`. For the grace period (`grace_period_seconds`, 24 h by default, at most 7 days, 0 to stop the old secret at once) every delivery carries two signatures in `webhook-signature`, the new secret's and the old one's, so a receiver verifying with either accepts it; `previous_secret_expires_at` says until when. Rotating again during a grace period drops the oldest secret: only the last two sign. The body is optional. Send an `Idempotency-Key` to retry safely: a retry replays the same new secret."
+  )
+  .setPath(IdPath)
+  .setHeaders(IdempotencyHeaders)
+  .setPayload(RotateWebhookSecretBody)
+  .addSuccess(WebhookSecretRotated)
+  .annotate(RequiredScope, "manage:webhooks")
+  .annotate(EndpointErrors, ["validation_failed", "resource_not_found", "idempotency_conflict"])
 
 export const testWebhook = HttpApiEndpoint.post("testWebhook", "/v1/webhooks/:id/test")
   .annotate(OpenApi.Summary, "Send a test event")
@@ -329,7 +364,8 @@ export class WebhooksGroup extends HttpApiGroup.make("webhooks")
   .add(getWebhook)
   .add(createWebhook)
   .add(updateWebhook)
-  .add(deleteWebhook) {}
+  .add(deleteWebhook)
+  .add(rotateWebhookSecret) {}
 
 /** Test, delivery log and redeliver of a webhook endpoint. */
 export class DeliveriesGroup extends HttpApiGroup.make("deliveries")
@@ -377,6 +413,7 @@ export const servedEndpoints = [
   createWebhook,
   updateWebhook,
   deleteWebhook,
+  rotateWebhookSecret,
   testWebhook,
   listDeliveries,
   getDelivery,
@@ -389,6 +426,7 @@ export const servedEndpoints = [
 export type CreateSubmissionBodyEncoded = typeof CreateSubmissionBody.Encoded
 export type CreateWebhookBodyEncoded = typeof CreateWebhookBody.Encoded
 export type UpdateWebhookBodyEncoded = typeof UpdateWebhookBody.Encoded
+export type RotateWebhookSecretBodyEncoded = typeof RotateWebhookSecretBody.Encoded
 export type IntakeBotListEncoded = typeof IntakeBotList.Encoded
 export type IntakeBotOneEncoded = typeof IntakeBotOne.Encoded
 export type SubmissionListEncoded = typeof SubmissionList.Encoded
@@ -397,6 +435,7 @@ export type SubmissionCreatedEncoded = typeof SubmissionCreated.Encoded
 export type WebhookListEncoded = typeof WebhookList.Encoded
 export type WebhookOneEncoded = typeof WebhookOne.Encoded
 export type WebhookCreatedEncoded = typeof WebhookCreated.Encoded
+export type WebhookSecretRotatedEncoded = typeof WebhookSecretRotated.Encoded
 export type DeletedEncoded = typeof Deleted.Encoded
 export type DeliveryOneEncoded = typeof DeliveryOne.Encoded
 export type DeliveryListEncoded = typeof DeliveryList.Encoded

@@ -284,6 +284,18 @@ export const CreatedSubmissionWire = Schema.Struct({
 
 export const WebhookStatusName = oneOf(...WebhookStatus.literals)
 
+export const CircuitStateName = oneOf("closed", "open", "half_open").annotations({
+  identifier: "CircuitState"
+})
+
+/**
+ * `rate_limit` as a request sends it: a number or null, typed for the document as an
+ * integer from 1 to 1000; the domain reports a value out of range (docs/webhooks.md).
+ */
+export const RateLimitInput = Schema.NullOr(
+  Schema.Number.annotations({ jsonSchema: { type: "integer", minimum: 1, maximum: 1000 } })
+).annotations({ description: "Deliveries per second (1 to 1000); null: no limit." })
+
 /** The events an endpoint can subscribe to (webhook.test is sent on request, to any endpoint). */
 export const WebhookEventName = oneOf(...EventType.literals).annotations({ identifier: "WebhookEventName" })
 
@@ -306,6 +318,20 @@ const webhookFields = {
   last_delivery_at: Schema.NullOr(Timestamp),
   last_delivery_ok: Schema.NullOr(Schema.Boolean),
   consecutive_fails: Count,
+  rate_limit: Schema.NullOr(Count).annotations({
+    description: "Deliveries per second the receiver asked for (1 to 1000); null: no limit."
+  }),
+  circuit: CircuitStateName.annotations({
+    description:
+      "The circuit breaker: `open` after repeated failures (attempts stay queued, none is sent), `half_open` once the cool-down ends (one probe attempt at a time), `closed` after a success."
+  }),
+  circuit_retry_at: Schema.NullOr(Timestamp).annotations({
+    description: "While the circuit is not closed: when the cool-down ends (or ended) and a probe may go."
+  }),
+  previous_secret_expires_at: Schema.NullOr(Timestamp).annotations({
+    description:
+      "Until when the secret replaced by the last rotation still signs deliveries beside the current one; null when none does."
+  }),
   created_at: Timestamp,
   updated_at: Timestamp
 }
@@ -313,7 +339,7 @@ const webhookFields = {
 export const WebhookWire = Schema.Struct(webhookFields).annotations({ identifier: "Webhook" })
 export type WebhookWire = typeof WebhookWire.Type
 
-/** Only the create response carries the secret. */
+/** Only the create and rotate responses carry the secret. */
 export const WebhookWithSecretWire = Schema.Struct({ ...webhookFields, secret: Schema.String }).annotations({
   identifier: "WebhookWithSecret"
 })

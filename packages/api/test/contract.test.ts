@@ -32,10 +32,14 @@ const webhook: WebhookEndpoint = {
   description: "",
   intakeBotIds: [],
   secret: "whsec_c2VjcmV0",
+  previousSecret: null,
+  previousSecretExpiresAt: null,
   lastDeliveryAt: null,
   lastDeliveryOk: null,
   consecutiveFails: 0,
   failingSince: null,
+  rateLimit: null,
+  circuitOpenUntil: null,
   createdAt: 0,
   updatedAt: 0
 }
@@ -55,9 +59,9 @@ describe("wire mappers", () => {
   })
 
   it("leave the webhook secret out of every shape but the create answer", () => {
-    expect(webhookToWire(webhook)).not.toHaveProperty("secret")
-    expect(webhookWithSecretToWire(webhook).secret).toBe("whsec_c2VjcmV0")
-    expect(webhookToWire(webhook).last_delivery_at).toBeNull()
+    expect(webhookToWire(webhook, 0)).not.toHaveProperty("secret")
+    expect(webhookWithSecretToWire(webhook, 0).secret).toBe("whsec_c2VjcmV0")
+    expect(webhookToWire(webhook, 0).last_delivery_at).toBeNull()
   })
 })
 
@@ -75,6 +79,7 @@ describe("the OpenAPI documents", () => {
       "/v1/webhooks/{id}/deliveries/{deliveryId}",
       "/v1/webhooks/{id}/deliveries/{deliveryId}/redeliver",
       "/v1/webhooks/{id}/recover",
+      "/v1/webhooks/{id}/secret/rotate",
       "/v1/webhooks/{id}/test"
     ])
     expect(served.components.securitySchemes).toMatchObject({ bearer: { type: "http", scheme: "bearer" } })

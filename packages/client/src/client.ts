@@ -21,6 +21,7 @@ import type {
   Pagination,
   RecoverWebhookBody,
   Recovery,
+  RotateWebhookSecretBody,
   Submission,
   SubmissionListItem,
   SubmissionListPage,
@@ -43,6 +44,7 @@ export const operations = {
   createWebhook: { method: "POST", path: "/v1/webhooks" },
   updateWebhook: { method: "PATCH", path: "/v1/webhooks/:id" },
   deleteWebhook: { method: "DELETE", path: "/v1/webhooks/:id" },
+  rotateWebhookSecret: { method: "POST", path: "/v1/webhooks/:id/secret/rotate" },
   testWebhook: { method: "POST", path: "/v1/webhooks/:id/test" },
   listDeliveries: { method: "GET", path: "/v1/webhooks/:id/deliveries" },
   getDelivery: { method: "GET", path: "/v1/webhooks/:id/deliveries/:deliveryId" },
@@ -247,6 +249,25 @@ export class IntakeClient {
 
   async deleteWebhook(id: string): Promise<Deleted> {
     return this.#request<Deleted>("DELETE", `/v1/webhooks/${segment(id)}`)
+  }
+
+  /**
+   * A new signing secret, shown this once; the old one keeps signing beside it for the
+   * grace period (24 h unless `body.grace_period_seconds` says).
+   */
+  async rotateWebhookSecret(
+    id: string,
+    body: RotateWebhookSecretBody = {},
+    options: PostOptions = {}
+  ): Promise<WebhookWithSecret> {
+    return (
+      await this.#request<{ webhook: WebhookWithSecret }>(
+        "POST",
+        `/v1/webhooks/${segment(id)}/secret/rotate`,
+        body,
+        options
+      )
+    ).webhook
   }
 
   // ---------------------------------------------------------------- deliveries

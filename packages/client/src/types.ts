@@ -138,7 +138,7 @@ export interface CreateSubmissionBody {
 // ---------------------------------------------------------------- webhooks
 
 /** What an endpoint can subscribe to. */
-export type WebhookEventName = "submission.completed" | "contact.created"
+export type WebhookEventName = "submission.completed" | "contact.created" | "webhook.disabled"
 export type WebhookStatus = "active" | "paused" | "disabled"
 
 export interface Webhook {
@@ -151,11 +151,21 @@ export interface Webhook {
   readonly last_delivery_at: Timestamp | null
   readonly last_delivery_ok: boolean | null
   readonly consecutive_fails: number
+  /** Deliveries per second the receiver asked for (1 to 1000); null: no limit. */
+  readonly rate_limit: number | null
+  /** The circuit breaker: open after repeated failures (attempts stay queued), half open while a probe may go. */
+  readonly circuit: CircuitState
+  /** While the circuit is not closed: when its cool-down ends (or ended). */
+  readonly circuit_retry_at: Timestamp | null
+  /** Until when the secret replaced by the last rotation still signs beside the current one. */
+  readonly previous_secret_expires_at: Timestamp | null
   readonly created_at: Timestamp
   readonly updated_at: Timestamp
 }
 
-/** The create answer: the signing secret (`whsec_…`), shown this once. */
+export type CircuitState = "closed" | "open" | "half_open"
+
+/** The create and rotate answers: the signing secret (`whsec_…`), shown this once. */
 export interface WebhookWithSecret extends Webhook {
   readonly secret: string
 }
@@ -171,6 +181,8 @@ export interface CreateWebhookBody {
   readonly description?: string
   /** Only these bots' events; all bots when omitted. */
   readonly intake_bot_ids?: ReadonlyArray<string>
+  /** At most this many deliveries per second (1 to 1000); null or omitted: no limit. */
+  readonly rate_limit?: number | null
 }
 
 export interface UpdateWebhookBody {
@@ -178,6 +190,13 @@ export interface UpdateWebhookBody {
   readonly description?: string
   readonly status?: "active" | "paused"
   readonly intake_bot_ids?: ReadonlyArray<string>
+  /** At most this many deliveries per second (1 to 1000); null: no limit. */
+  readonly rate_limit?: number | null
+}
+
+export interface RotateWebhookSecretBody {
+  /** 0 (the old secret stops at once) to 604800 (7 days); 86400 (24 h) when omitted. */
+  readonly grace_period_seconds?: number
 }
 
 export interface Deleted {
@@ -284,8 +303,34 @@ export interface WebhookTestEvent {
   readonly data: { readonly webhook_id: string }
 }
 
+/** The service disabled another endpoint of the workspace (410 Gone, or failing too long). */
+export interface WebhookDisabledEvent {
+  readonly id: string
+  readonly type: "webhook.disabled"
+  readonly timestamp: Timestamp
+  readonly data: {
+    readonly webhook: {
+      readonly id: string
+      readonly url: string
+      readonly description: string
+      readonly events: ReadonlyArray<WebhookEventName>
+      readonly intake_bot_ids: ReadonlyArray<string>
+      readonly status: WebhookStatus
+      readonly consecutive_fails: number
+      readonly last_delivery_at: Timestamp | null
+      readonly created_at: Timestamp
+    }
+    readonly reason: "gone" | "failing"
+    readonly disabled_at: Timestamp
+  }
+}
+
 /** Any event a webhook endpoint receives; `type` tells which. */
-export type WebhookEvent = SubmissionCompletedEvent | ContactCreatedEvent | WebhookTestEvent
+export type WebhookEvent =
+  | SubmissionCompletedEvent
+  | ContactCreatedEvent
+  | WebhookDisabledEvent
+  | WebhookTestEvent
 
 // ---------------------------------------------------------------- errors
 

@@ -31,7 +31,12 @@ const fromBase64 = (text: string): Uint8Array | undefined => {
   return Uint8Array.from(binary, (character) => character.charCodeAt(0))
 }
 
-const KNOWN_TYPES: ReadonlySet<string> = new Set(["submission.completed", "contact.created", "webhook.test"])
+const KNOWN_TYPES: ReadonlySet<string> = new Set([
+  "submission.completed",
+  "contact.created",
+  "webhook.disabled",
+  "webhook.test"
+])
 
 const isEvent = (value: unknown): value is WebhookEvent =>
   typeof value === "object" &&

@@ -25,6 +25,7 @@ const sameWireTypes: [
   Same<Client.WebhookListPage, DataOf<Api.WebhookListEncoded>>,
   Same<Client.Webhook, DataOf<Api.WebhookOneEncoded>["webhook"]>,
   Same<Client.WebhookWithSecret, DataOf<Api.WebhookCreatedEncoded>["webhook"]>,
+  Same<Client.WebhookWithSecret, DataOf<Api.WebhookSecretRotatedEncoded>["webhook"]>,
   Same<Client.Deleted, DataOf<Api.DeletedEncoded>>,
   Same<Client.Delivery, DataOf<Api.DeliveryOneEncoded>["delivery"]>,
   Same<Client.DeliveryListPage, DataOf<Api.DeliveryListEncoded>>,
@@ -34,8 +35,11 @@ const sameWireTypes: [
   Accepted<Client.CreateSubmissionBody, Api.CreateSubmissionBodyEncoded>,
   Accepted<Client.CreateWebhookBody, Api.CreateWebhookBodyEncoded>,
   Accepted<Client.UpdateWebhookBody, Api.UpdateWebhookBodyEncoded>,
+  Accepted<Client.RotateWebhookSecretBody, Api.RotateWebhookSecretBodyEncoded>,
   Accepted<Client.RecoverWebhookBody, Api.RecoverWebhookBodyEncoded>
 ] = [
+  true,
+  true,
   true,
   true,
   true,

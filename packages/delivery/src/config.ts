@@ -4,7 +4,14 @@
  * dispatcher, the worker process for its own.
  */
 import { randomUUID } from "node:crypto"
-import { DeliveriesLive, DeliverySettings, type DeliverySettingsValues, RetrySchedule } from "@intake/domain"
+import {
+  DeliveriesLive,
+  DeliveryHistoryPurgeLive,
+  DeliveryIsolation,
+  DeliverySettings,
+  type DeliverySettingsValues,
+  RetrySchedule
+} from "@intake/domain"
 import { NodeReceiverClient } from "@intake/node"
 import { Config, ConfigError, Effect, Either, Layer } from "effect"
 import { type DispatcherOptions, runDispatcher } from "./dispatcher.js"
@@ -16,6 +23,29 @@ const millis = (name: string, fallback: string) =>
       Either.mapLeft(RetrySchedule.parseDuration(text), (message) => ConfigError.InvalidData([], message))
     )
   )
+
+const atLeastOne = (name: string, fallback: number) =>
+  Config.integer(name).pipe(
+    Config.withDefault(fallback),
+    Config.validate({ message: "must be at least 1", validation: (n) => n >= 1 })
+  )
+
+/**
+ * The per-endpoint isolation (docs/webhooks.md, "Isolation"): WEBHOOK_ENDPOINT_CONCURRENCY
+ * (attempts of one endpoint in flight across every dispatcher, default 8),
+ * WEBHOOK_CIRCUIT_FAILURES (failures in a row that open its circuit, default 5),
+ * WEBHOOK_CIRCUIT_COOLDOWN (how long it first stays open, default 30s) and
+ * WEBHOOK_CIRCUIT_COOLDOWN_MAX (the longest, default 1h). Server and worker read the same.
+ */
+export const isolationConfig: Config.Config<DeliveryIsolation.IsolationPolicy> = Config.all({
+  maxInFlight: atLeastOne("WEBHOOK_ENDPOINT_CONCURRENCY", DeliveryIsolation.DEFAULT_ISOLATION.maxInFlight),
+  circuitFailures: atLeastOne(
+    "WEBHOOK_CIRCUIT_FAILURES",
+    DeliveryIsolation.DEFAULT_ISOLATION.circuitFailures
+  ),
+  cooldownMs: millis("WEBHOOK_CIRCUIT_COOLDOWN", "30s"),
+  maxCooldownMs: millis("WEBHOOK_CIRCUIT_COOLDOWN_MAX", "1h")
+})
 
 export interface DeliveryConfig {
   readonly allowPrivateNetworks: boolean
@@ -30,6 +60,9 @@ export interface DeliveryConfig {
    * above the 10 s an attempt may take); a dispatcher that dies gives its claims back then.
    */
   readonly leaseMs: number
+  readonly isolation: DeliveryIsolation.IsolationPolicy
+  /** WEBHOOK_RETENTION: finished attempts and events older than this are purged (default 30d). */
+  readonly retentionMs: number
 }
 
 export const deliveryConfig: Config.Config<DeliveryConfig> = Config.all({
@@ -48,7 +81,9 @@ export const deliveryConfig: Config.Config<DeliveryConfig> = Config.all({
     Config.validate({ message: "must be at least 1", validation: (n) => n >= 1 })
   ),
   pollIntervalMs: millis("WEBHOOK_POLL_INTERVAL", "1s"),
-  leaseMs: millis("WEBHOOK_LEASE", "60s")
+  leaseMs: millis("WEBHOOK_LEASE", "60s"),
+  isolation: isolationConfig,
+  retentionMs: millis("WEBHOOK_RETENTION", RetrySchedule.DEFAULT_RETENTION)
 })
 
 export interface DeliveryEngineOptions {
@@ -72,6 +107,10 @@ export const deliveryEngine = (options: DeliveryEngineOptions) =>
     ),
     Layer.provide(DeliverySettings.layer(options.settings ?? {}))
   )
+
+/** The retention purge (docs/choices.md, "Data kept") with these settings; needs DeliveryRepository. */
+export const historyPurgeLayer = (settings: Partial<DeliverySettingsValues>) =>
+  DeliveryHistoryPurgeLive().pipe(Layer.provide(DeliverySettings.layer(settings)))
 
 /** A dispatcher running in the background for the layer's lifetime; stops gracefully with it. */
 export const dispatcherLayer = (options: Omit<DispatcherOptions, "claimToken">) =>

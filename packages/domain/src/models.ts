@@ -163,13 +163,19 @@ export type Contact = typeof Contact.Type
 
 // ---------------------------------------------------------------- events and webhooks
 
-export const EventType = Schema.Literal("submission.completed", "contact.created")
+export const EventType = Schema.Literal("submission.completed", "contact.created", "webhook.disabled")
 export type EventType = typeof EventType.Type
 export const eventTypes: ReadonlyArray<EventType> = EventType.literals
+
+/** Why the service disabled an endpoint: a 410 Gone, or failures for WEBHOOK_DISABLE_AFTER. */
+export const WebhookDisabledReason = Schema.Literal("gone", "failing")
+export type WebhookDisabledReason = typeof WebhookDisabledReason.Type
 
 /**
  * An event in the outbox. It names its sources rather than carrying a payload, so that
  * a delivery (and a redelivery) rebuilds the payload from them, and knows when they are gone.
+ * A `webhook.disabled` event's source is the endpoint (`webhookId`, with `disabledReason`);
+ * its intakeBotId and submissionId are empty (docs/choices.md, "Webhook notifications").
  */
 export const DomainEvent = Schema.Struct({
   id: Schema.String,
@@ -178,6 +184,8 @@ export const DomainEvent = Schema.Struct({
   intakeBotId: Schema.String,
   submissionId: Schema.String,
   contactId: Schema.NullOr(Schema.String),
+  webhookId: Schema.optional(Schema.String),
+  disabledReason: Schema.optional(WebhookDisabledReason),
   createdAt: EpochMillis
 })
 export type DomainEvent = typeof DomainEvent.Type
@@ -193,13 +201,26 @@ export const WebhookEndpoint = Schema.Struct({
   status: WebhookStatus,
   description: Schema.String,
   intakeBotIds: Schema.Array(Schema.String),
-  /** whsec_…; returned to the client only by the create call. */
+  /** whsec_…; returned to the client only by the create and rotate calls. */
   secret: Schema.String,
+  /**
+   * The secret before the last rotation, still signing deliveries (beside `secret`) until
+   * `previousSecretExpiresAt`; null when there is none (docs/choices.md, "Secret rotation").
+   */
+  previousSecret: Schema.NullOr(Schema.String),
+  previousSecretExpiresAt: Schema.NullOr(EpochMillis),
   lastDeliveryAt: Schema.NullOr(EpochMillis),
   lastDeliveryOk: Schema.NullOr(Schema.Boolean),
   consecutiveFails: Schema.Number,
   /** Start of the current failure streak; null while the last attempt succeeded. */
   failingSince: Schema.NullOr(EpochMillis),
+  /** Deliveries per second the receiver asked for (1..1000); null is unlimited (docs/webhooks.md). */
+  rateLimit: Schema.NullOr(Schema.Number),
+  /**
+   * The circuit breaker (docs/webhooks.md): set while the circuit is not closed; until then
+   * it is open (nothing sent), from then half open (one probe at a time).
+   */
+  circuitOpenUntil: Schema.NullOr(EpochMillis),
   createdAt: EpochMillis,
   updatedAt: EpochMillis
 })

@@ -35,6 +35,7 @@ import type {
   WebhookEndpoint,
   Workspace
 } from "./models.js"
+import type { IsolationPolicy } from "./policies/delivery-isolation.js"
 
 type Stored<A, E = never> = Effect.Effect<A, E | StorageUnavailable>
 
@@ -224,7 +225,21 @@ export class WebhookRepository extends Context.Tag("@intake/WebhookRepository")<
   {
     /** Inserts unless the workspace already has `max` endpoints; atomic under concurrency. */
     readonly insertWithinCap: (endpoint: WebhookEndpoint, max: number) => Stored<void, PlanLimitExceeded>
+    /** Writes the endpoint's fields except its secrets, which only `rotateSecret` changes. */
     readonly update: (endpoint: WebhookEndpoint) => Stored<void>
+    /**
+     * Makes `secret` the endpoint's secret in one atomic write: the current one becomes the
+     * previous secret until `previousExpiresAt` (an older previous one is dropped), or is
+     * dropped at once when `previousExpiresAt` is null. Answers the endpoint as stored
+     * afterwards; none when it is not the workspace's.
+     */
+    readonly rotateSecret: (
+      workspaceId: string,
+      id: string,
+      secret: string,
+      previousExpiresAt: EpochMillis | null,
+      now: EpochMillis
+    ) => Stored<Option.Option<WebhookEndpoint>>
     readonly findInWorkspace: (workspaceId: string, id: string) => Stored<Option.Option<WebhookEndpoint>>
     readonly list: (workspaceId: string, page: PageRequest) => Stored<Page<WebhookEndpoint>>
     readonly delete: (workspaceId: string, id: string) => Stored<boolean>
@@ -465,6 +480,20 @@ export interface AttemptOutcome {
   /** The receiver's status, when it answered. */
   readonly responseStatus: number | null
   readonly at: EpochMillis
+  /** How long it took: the circuit breaker's cool-down runs from the attempt's end. */
+  readonly durationMs?: number
+}
+
+/** An endpoint after recordOutcome, and its status before: tells who disabled it. */
+export interface OutcomeRecorded {
+  readonly endpoint: WebhookEndpoint
+  readonly previousStatus: WebhookEndpoint["status"]
+}
+
+/** What one retention purge deleted. */
+export interface PurgedHistory {
+  readonly deliveries: number
+  readonly events: number
 }
 
 /**
@@ -485,13 +514,18 @@ export class DeliveryRepository extends Context.Tag("@intake/DeliveryRepository"
     readonly advance: (ids: ReadonlyArray<string>, dueAt: EpochMillis) => Stored<void>
     /**
      * Leases up to `limit` pending attempts that are due at `now` and not leased (or whose
-     * lease ended), earliest due first, until `now + leaseMs`, under `claimToken`.
+     * lease ended), until `now + leaseMs`, under `claimToken`, as `isolation` allows
+     * (policies/delivery-isolation.ts, atomically across dispatchers): never more of one
+     * endpoint in flight than its limit, nothing of an endpoint whose circuit is open, one
+     * probe when half open, sends spaced by its rate limit; endpoints and workspaces take
+     * turns (`fairOrder`), each endpoint's earliest due first.
      */
     readonly claimDue: (
       now: EpochMillis,
       limit: number,
       leaseMs: number,
-      claimToken: string
+      claimToken: string,
+      isolation?: IsolationPolicy
     ) => Stored<ReadonlyArray<Delivery>>
     /**
      * Replaces a claimed pending attempt by its finished record and, when given, queues
@@ -507,8 +541,12 @@ export class DeliveryRepository extends Context.Tag("@intake/DeliveryRepository"
     readonly release: (ids: ReadonlyArray<string>, claimToken: string) => Stored<void>
     /** Stores a finished attempt that never queued (test and redeliver). */
     readonly insertFinished: (delivery: Delivery) => Stored<void>
-    /** When the earliest pending attempt is due (leased ones included), if any. */
-    readonly nextDueAt: () => Stored<Option.Option<EpochMillis>>
+    /**
+     * The earliest moment a claim could take a pending attempt it cannot take at `now`
+     * (a due time, a lease's end, a circuit half opening, a rate limit's next send), if any:
+     * `nextClaimableAt` over every endpoint with pending attempts.
+     */
+    readonly nextDueAt: (now: EpochMillis, isolation?: IsolationPolicy) => Stored<Option.Option<EpochMillis>>
     readonly findInWebhook: (webhookId: string, id: string) => Stored<Option.Option<Delivery>>
     /** Every attempt of one event to one endpoint, oldest first. */
     readonly attemptsOf: (webhookId: string, eventId: string) => Stored<ReadonlyArray<Delivery>>
@@ -536,13 +574,20 @@ export class DeliveryRepository extends Context.Tag("@intake/DeliveryRepository"
     /**
      * Applies an attempt's outcome to the endpoint's delivery state atomically (last
      * delivery, failure streak, auto-disable after `disableAfterMs` or on 410); answers
-     * the endpoint as stored afterwards, none when it was deleted.
+     * the endpoint as stored afterwards with its status before, none when it was deleted.
      */
     readonly recordOutcome: (
       webhookId: string,
       outcome: AttemptOutcome,
-      disableAfterMs: number
-    ) => Stored<Option.Option<WebhookEndpoint>>
+      disableAfterMs: number,
+      isolation?: IsolationPolicy
+    ) => Stored<Option.Option<OutcomeRecorded>>
+    /**
+     * Retention (docs/choices.md, "Data kept"): deletes the finished attempts created before
+     * `before`, and the events created before it that have no pending attempt, at most
+     * `batchSize` rows per statement, until none is left. A pending attempt is never deleted.
+     */
+    readonly purgeOlderThan: (before: EpochMillis, batchSize: number) => Stored<PurgedHistory>
   }
 >() {}
 

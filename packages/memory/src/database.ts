@@ -62,6 +62,8 @@ export interface Tables {
   readonly deliveries: Map<string, Delivery>
   /** delivery id -> queue position, for pending attempts only */
   readonly deliveryQueue: Map<string, QueuedDelivery>
+  /** webhook id -> the earliest moment its rate limit lets the next send start */
+  readonly nextSendAt: Map<string, number>
   /** submission id -> its summary job */
   readonly summaryJobs: Map<string, QueuedSummaryJob>
   /** `${apiKeyId}|${key}` -> record */
@@ -83,6 +85,7 @@ const emptyTables = (): Tables => ({
   webhooks: new Map(),
   deliveries: new Map(),
   deliveryQueue: new Map(),
+  nextSendAt: new Map(),
   summaryJobs: new Map(),
   idempotency: new Map()
 })

@@ -2,6 +2,7 @@
 import {
   type Delivery,
   type DeliveryFilter,
+  DeliveryIsolation,
   DeliveryRepository,
   DeliveryWakeups,
   EndpointHealth,
@@ -11,7 +12,47 @@ import {
   type WebhookEndpoint
 } from "@intake/domain"
 import { Effect, Layer, Option, Queue } from "effect"
-import { MemoryDatabase, type Tables, type Writer } from "./database.js"
+import { MemoryDatabase, type QueuedDelivery, type Tables, type Writer } from "./database.js"
+
+const byDue = ([a, x]: readonly [string, QueuedDelivery], [b, y]: readonly [string, QueuedDelivery]) =>
+  x.dueAt - y.dueAt || (a < b ? -1 : a > b ? 1 : 0)
+
+/**
+ * Every endpoint with pending attempts, as the isolation policies see it at `now`, and
+ * each one's waiting attempts due by `now`, earliest first.
+ */
+const backlogsAt = (t: Tables, now: number) => {
+  const queues = new Map<string, Array<readonly [string, QueuedDelivery]>>()
+  for (const entry of t.deliveryQueue) {
+    const webhookId = t.deliveries.get(entry[0])?.webhookId
+    if (webhookId === undefined) continue
+    const queue = queues.get(webhookId)
+    if (queue === undefined) queues.set(webhookId, [entry])
+    else queue.push(entry)
+  }
+  const waiting = new Map<string, Array<Delivery>>()
+  const backlogs = [...queues].map(([webhookId, queue]): DeliveryIsolation.EndpointBacklog => {
+    const endpoint = t.webhooks.get(webhookId)
+    const held = queue.filter(([, q]) => q.leaseUntil !== null && q.leaseUntil > now)
+    const free = queue.filter(([, q]) => q.leaseUntil === null || q.leaseUntil <= now).sort(byDue)
+    waiting.set(
+      webhookId,
+      free.filter(([, q]) => q.dueAt <= now).flatMap(([id]) => t.deliveries.get(id) ?? [])
+    )
+    return {
+      webhookId,
+      workspaceId: endpoint?.workspaceId ?? null,
+      consecutiveFails: endpoint?.consecutiveFails ?? 0,
+      circuitOpenUntil: endpoint?.circuitOpenUntil ?? null,
+      rateLimit: endpoint?.rateLimit ?? null,
+      nextSendAt: t.nextSendAt.get(webhookId) ?? null,
+      inFlight: held.length,
+      headDueAt: free[0]?.[1].dueAt ?? null,
+      firstLeaseEnd: held.length === 0 ? null : Math.min(...held.map(([, q]) => q.leaseUntil!))
+    }
+  })
+  return { backlogs, waiting: (webhookId: string) => waiting.get(webhookId) ?? [] }
+}
 
 /** The workspace's endpoints, oldest first. */
 export const endpointsIn = (t: Tables, workspaceId: string): Array<WebhookEndpoint> =>
@@ -60,20 +101,18 @@ export const MemoryDeliveryRepository = Layer.effect(
               write.set(t.deliveryQueue, id, { ...queued, dueAt })
           }
         }),
-      claimDue: (now, limit, leaseMs, claimToken) =>
+      claimDue: (now, limit, leaseMs, claimToken, isolation = DeliveryIsolation.DEFAULT_ISOLATION) =>
         db.run((t, write) => {
-          const due = [...t.deliveryQueue]
-            .filter(
-              ([, queued]) => queued.dueAt <= now && (queued.leaseUntil === null || queued.leaseUntil <= now)
-            )
-            .sort(([a, x], [b, y]) => x.dueAt - y.dueAt || (a < b ? -1 : a > b ? 1 : 0))
-            .slice(0, limit)
-          return due.flatMap(([id, queued]) => {
-            const delivery = t.deliveries.get(id)
-            if (delivery === undefined) return []
-            write.set(t.deliveryQueue, id, { ...queued, leaseUntil: now + leaseMs, claimToken })
-            return [delivery]
-          })
+          const { backlogs, waiting } = backlogsAt(t, now)
+          const plan = DeliveryIsolation.planClaim(backlogs, waiting, now, limit, isolation)
+          for (const { webhookId, at } of plan.nextSendAt) write.set(t.nextSendAt, webhookId, at)
+          for (const delivery of plan.attempts)
+            write.set(t.deliveryQueue, delivery.id, {
+              ...t.deliveryQueue.get(delivery.id)!,
+              leaseUntil: now + leaseMs,
+              claimToken
+            })
+          return plan.attempts
         }),
       complete: (finished, claimToken, next) =>
         db.run((t, write) => {
@@ -99,15 +138,12 @@ export const MemoryDeliveryRepository = Layer.effect(
           }
         }),
       insertFinished: (delivery) => db.run((t, write) => write.set(t.deliveries, delivery.id, delivery)),
-      nextDueAt: () =>
-        db.run((t) => {
-          let earliest: number | null = null
-          for (const queued of t.deliveryQueue.values()) {
-            const at = Math.max(queued.dueAt, queued.leaseUntil ?? 0)
-            if (earliest === null || at < earliest) earliest = at
-          }
-          return Option.fromNullable(earliest)
-        }),
+      nextDueAt: (now, isolation = DeliveryIsolation.DEFAULT_ISOLATION) =>
+        db.run((t) =>
+          Option.fromNullable(
+            DeliveryIsolation.earliestClaimableAt(backlogsAt(t, now).backlogs, now, isolation)
+          )
+        ),
       findInWebhook: (webhookId, id) =>
         db.run((t) =>
           Option.fromNullable(t.deliveries.get(id)).pipe(
@@ -154,13 +190,54 @@ export const MemoryDeliveryRepository = Layer.effect(
             })
             .slice(0, limit)
         }),
-      recordOutcome: (webhookId, outcome, disableAfterMs) =>
+      recordOutcome: (webhookId, outcome, disableAfterMs, isolation) =>
         db.run((t, write) => {
           const endpoint = t.webhooks.get(webhookId)
           if (endpoint === undefined) return Option.none()
-          const updated = EndpointHealth.afterAttempt(endpoint, outcome, disableAfterMs)
+          const updated = EndpointHealth.afterAttempt(endpoint, outcome, disableAfterMs, isolation)
           write.set(t.webhooks, webhookId, updated)
-          return Option.some(updated)
+          return Option.some({ endpoint: updated, previousStatus: endpoint.status })
+        }),
+      // In batches, as on PostgreSQL (one unit of work each), so that other work interleaves.
+      purgeOlderThan: (before, batchSize) =>
+        Effect.gen(function* () {
+          const inBatches = (
+            pick: (t: Tables) => Iterable<string>,
+            table: (t: Tables) => Map<string, unknown>
+          ) =>
+            Effect.gen(function* () {
+              let total = 0
+              for (;;) {
+                const purged = yield* db.run((t, write) => {
+                  let deleted = 0
+                  for (const id of pick(t)) {
+                    if (deleted >= batchSize) break
+                    write.remove(table(t), id)
+                    deleted++
+                  }
+                  return deleted
+                })
+                total += purged
+                if (purged < batchSize) return total
+              }
+            })
+          const deliveries = yield* inBatches(
+            (t) =>
+              [...t.deliveries.values()]
+                .filter((delivery) => delivery.createdAt < before && !t.deliveryQueue.has(delivery.id))
+                .map((delivery) => delivery.id),
+            (t) => t.deliveries
+          )
+          const events = yield* inBatches(
+            (t) => {
+              const pending = new Set([...t.deliveryQueue.keys()].map((id) => t.deliveries.get(id)?.eventId))
+              return [...t.events.values()]
+                .filter((event) => event.createdAt < before && !pending.has(event.id))
+                .map((event) => event.id)
+            },
+            (t) => t.events
+          )
+          return { deliveries, events }
         })
     })
   )

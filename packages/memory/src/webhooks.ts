@@ -34,7 +34,37 @@ export const MemoryWebhookRepository = Layer.effect(
             return Effect.void
           })
         ),
-      update: (endpoint) => db.run((t, write) => write.set(t.webhooks, endpoint.id, endpoint)),
+      // The secrets stay as stored: only rotateSecret changes them.
+      update: (endpoint) =>
+        db.run((t, write) => {
+          const stored = t.webhooks.get(endpoint.id)
+          write.set(
+            t.webhooks,
+            endpoint.id,
+            stored === undefined
+              ? endpoint
+              : {
+                  ...endpoint,
+                  secret: stored.secret,
+                  previousSecret: stored.previousSecret,
+                  previousSecretExpiresAt: stored.previousSecretExpiresAt
+                }
+          )
+        }),
+      rotateSecret: (workspaceId, id, secret, previousExpiresAt, now) =>
+        db.run((t, write) => {
+          const current = t.webhooks.get(id)
+          if (current?.workspaceId !== workspaceId) return Option.none()
+          const rotated = {
+            ...current,
+            secret,
+            previousSecret: previousExpiresAt === null ? null : current.secret,
+            previousSecretExpiresAt: previousExpiresAt,
+            updatedAt: now
+          }
+          write.set(t.webhooks, id, rotated)
+          return Option.some(rotated)
+        }),
       findInWorkspace: (workspaceId, id) =>
         db.run((t) =>
           Option.fromNullable(t.webhooks.get(id)).pipe(Option.filter((w) => w.workspaceId === workspaceId))

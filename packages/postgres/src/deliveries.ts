@@ -1,10 +1,14 @@
 /**
  * The delivery queue and log on Postgres, and the dispatcher wake-up over LISTEN/NOTIFY.
  *
- * The queue is the `deliveries` rows with a `due_at`. A claim leases due rows with
- * `UPDATE … WHERE id IN (SELECT … FOR UPDATE SKIP LOCKED LIMIT n)`, so dispatchers in
- * several processes never wait on one another nor take the same row; completing is
- * conditional on the claim token, so a dispatcher whose lease ran out cannot overwrite
+ * The queue is the `deliveries` rows with a `due_at`. A claim follows the isolation
+ * policies (policies/delivery-isolation.ts, docs/webhooks.md): it reads each queued
+ * endpoint's backlog, picks the endpoints it may take from in the fair order, and takes
+ * a transaction-scoped advisory lock per endpoint (`pg_try_…`: a claim never waits on
+ * another, it skips the endpoints another claim holds). Under those locks it reads the
+ * backlogs again, in a statement whose snapshot follows the locks, so every earlier claim
+ * of those endpoints is counted in flight, and leases what the policies allow. Completing
+ * is conditional on the claim token, so a dispatcher whose lease ran out cannot overwrite
  * the work of the one that took the attempt over.
  */
 import { SqlClient } from "@effect/sql"
@@ -12,6 +16,7 @@ import * as PgClient from "@effect/sql-pg/PgClient"
 import {
   type Delivery,
   type DeliveryFilter,
+  DeliveryIsolation,
   DeliveryRepository,
   DeliveryWakeups,
   type DomainEvent,
@@ -19,12 +24,23 @@ import {
   type ListPosition,
   noDeliveryFilter,
   type OccurrenceWindow,
+  type OutcomeRecorded,
   type PageRequest,
   type WebhookEndpoint
 } from "@intake/domain"
 import { Effect, Layer, Option, Queue, Schedule, Stream } from "effect"
 import { afterPosition, pageFrom } from "./paging.js"
-import { type Row, stored, toDate, toDateOrNull, toMillis, toMillisOrNull, toNumber } from "./storage.js"
+import {
+  fromJson,
+  purgedInBatches,
+  type Row,
+  stored,
+  toDate,
+  toDateOrNull,
+  toMillis,
+  toMillisOrNull,
+  toNumber
+} from "./storage.js"
 import { endpointFromRow } from "./webhooks.js"
 
 const deliveryFromRow = (row: Row): Delivery => ({
@@ -52,6 +68,10 @@ export const eventFromRow = (row: Row): DomainEvent => ({
   intakeBotId: row.intake_bot_id as string,
   submissionId: row.submission_id as string,
   contactId: row.contact_id as string | null,
+  ...(row.webhook_id === null || row.webhook_id === undefined ? {} : { webhookId: row.webhook_id as string }),
+  ...(row.disabled_reason === null || row.disabled_reason === undefined
+    ? {}
+    : { disabledReason: row.disabled_reason as NonNullable<DomainEvent["disabledReason"]> }),
   createdAt: toMillis(row.created_at)
 })
 
@@ -112,9 +132,12 @@ export const recoverableEventsQuery = (
       sql`e.created_at >= ${toDate(window.since)}`,
       sql`e.created_at <= ${toDate(window.until)}`,
       sql`e.type IN ${sql.in([...endpoint.events])}`,
+      // As EventPayloads.endpointTakes: webhook.disabled ignores the bot filter and never goes
+      // to the endpoint it is about.
       ...(endpoint.intakeBotIds.length === 0
         ? []
-        : [sql`e.intake_bot_id IN ${sql.in([...endpoint.intakeBotIds])}`]),
+        : [sql`(e.type = 'webhook.disabled' OR e.intake_bot_id IN ${sql.in([...endpoint.intakeBotIds])})`]),
+      sql`e.webhook_id IS DISTINCT FROM ${endpoint.id}`,
       ...(after === null ? [] : [sql`(e.created_at, e.id) > (${toDate(after.createdAt)}, ${after.id})`]),
       sql`NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.webhook_id = ${endpoint.id} AND d.event_id = e.id
         AND d.status IN ('succeeded', 'pending'))`
@@ -143,9 +166,74 @@ export const deliveryRow = (d: Delivery, dueAt: number | null) => ({
   claim_token: null
 })
 
+/** Ids as one text parameter, split in SQL: the same on pg and PGlite (ids never hold a comma). */
+const idList = (ids: ReadonlyArray<string>) => ids.join(",")
+
 export const PgDeliveryRepository = Layer.effect(
   DeliveryRepository,
   Effect.map(SqlClient.SqlClient, (sql) => {
+    /**
+     * The backlogs at `now` of the endpoints with pending attempts (all of them, or those
+     * of `only`): a walk over the distinct webhook ids of the queue index, one probe each.
+     * With `waitingMax`, also up to that many of each one's waiting attempts due by `now`.
+     */
+    const backlogs = (now: number, only: ReadonlyArray<string> | null, waitingMax = 0) => {
+      const at = toDate(now)
+      const queued =
+        only === null
+          ? sql`WITH RECURSIVE walk(webhook_id) AS (
+                (SELECT webhook_id FROM deliveries WHERE due_at IS NOT NULL ORDER BY webhook_id LIMIT 1)
+                UNION ALL
+                SELECT (SELECT d.webhook_id FROM deliveries d
+                  WHERE d.due_at IS NOT NULL AND d.webhook_id > walk.webhook_id ORDER BY d.webhook_id LIMIT 1)
+                FROM walk WHERE walk.webhook_id IS NOT NULL)
+              SELECT webhook_id FROM walk WHERE webhook_id IS NOT NULL`
+          : sql`SELECT unnest(string_to_array(${idList(only)}, ',')) AS webhook_id`
+      const waiting =
+        waitingMax === 0
+          ? sql`'[]'::json`
+          : sql`(SELECT coalesce(json_agg(w ORDER BY w.due_at, w.id), '[]'::json) FROM (
+              SELECT * FROM deliveries d
+              WHERE d.webhook_id = q.webhook_id AND d.due_at <= ${at}
+                AND (d.lease_until IS NULL OR d.lease_until <= ${at})
+              ORDER BY d.due_at, d.id LIMIT ${waitingMax}) w)`
+      return Effect.map(
+        sql<Row>`SELECT q.webhook_id, e.workspace_id, e.consecutive_fails, e.circuit_open_until, e.rate_limit,
+            p.next_send_at,
+            (SELECT count(*) FROM deliveries d
+              WHERE d.webhook_id = q.webhook_id AND d.due_at IS NOT NULL AND d.lease_until > ${at}) AS in_flight,
+            (SELECT min(d.lease_until) FROM deliveries d
+              WHERE d.webhook_id = q.webhook_id AND d.due_at IS NOT NULL AND d.lease_until > ${at}) AS first_lease_end,
+            (SELECT d.due_at FROM deliveries d
+              WHERE d.webhook_id = q.webhook_id AND d.due_at IS NOT NULL
+                AND (d.lease_until IS NULL OR d.lease_until <= ${at})
+              ORDER BY d.due_at, d.id LIMIT 1) AS head_due_at,
+            ${waiting} AS waiting
+          FROM (${queued}) q
+          LEFT JOIN webhook_endpoints e ON e.id = q.webhook_id
+          LEFT JOIN webhook_pacing p ON p.webhook_id = q.webhook_id`,
+        (rows) => {
+          const waitingBy = new Map<string, ReadonlyArray<Delivery>>()
+          const list = rows.map((row): DeliveryIsolation.EndpointBacklog => {
+            const webhookId = row.webhook_id as string
+            waitingBy.set(webhookId, fromJson<ReadonlyArray<Row>>(row.waiting).map(deliveryFromRow))
+            return {
+              webhookId,
+              workspaceId: (row.workspace_id as string | null) ?? null,
+              consecutiveFails: row.consecutive_fails === null ? 0 : toNumber(row.consecutive_fails),
+              circuitOpenUntil: toMillisOrNull(row.circuit_open_until),
+              rateLimit: row.rate_limit === null ? null : toNumber(row.rate_limit),
+              nextSendAt: toMillisOrNull(row.next_send_at),
+              inFlight: toNumber(row.in_flight),
+              headDueAt: toMillisOrNull(row.head_due_at),
+              firstLeaseEnd: toMillisOrNull(row.first_lease_end)
+            }
+          })
+          return { list, waiting: (webhookId: string) => waitingBy.get(webhookId) ?? [] }
+        }
+      )
+    }
+
     const insert = (rows: ReadonlyArray<ReturnType<typeof deliveryRow>>) =>
       rows.length === 0 ? Effect.void : Effect.asVoid(sql`INSERT INTO deliveries ${sql.insert(rows)}`)
 
@@ -173,26 +261,51 @@ export const PgDeliveryRepository = Layer.effect(
               Effect.asVoid(sql`UPDATE deliveries SET due_at = ${toDate(dueAt)}
                 WHERE ${sql.in("id", ids)} AND due_at > ${toDate(dueAt)}`)
             ),
-      claimDue: (now, limit, leaseMs, claimToken) =>
+      claimDue: (now, limit, leaseMs, claimToken, isolation = DeliveryIsolation.DEFAULT_ISOLATION) =>
         stored("deliveries.claimDue")(
-          Effect.map(
-            sql<Row>`UPDATE deliveries SET lease_until = ${toDate(now + leaseMs)}, claim_token = ${claimToken}
-              WHERE id IN (
-                SELECT id FROM deliveries
-                WHERE due_at <= ${toDate(now)} AND (lease_until IS NULL OR lease_until <= ${toDate(now)})
-                ORDER BY due_at, id
-                LIMIT ${limit}
-                FOR UPDATE SKIP LOCKED)
-              RETURNING *`,
-            // RETURNING keeps no order: earliest due first, as the port promises.
-            (rows) =>
-              [...rows]
-                .sort(
-                  (a, b) =>
-                    toMillis(a.due_at) - toMillis(b.due_at) || ((a.id as string) < (b.id as string) ? -1 : 1)
-                )
-                .map(deliveryFromRow)
-          )
+          Effect.gen(function* () {
+            // A first look, without locks: which endpoints are worth locking, in the fair order.
+            const candidates = DeliveryIsolation.endpointsToClaim(
+              (yield* backlogs(now, null)).list,
+              now,
+              Number.MAX_SAFE_INTEGER,
+              isolation
+            )
+            if (candidates.length === 0) return []
+            return yield* sql.withTransaction(
+              Effect.gen(function* () {
+                const locked =
+                  (yield* sql<Row>`SELECT c.webhook_id FROM unnest(string_to_array(${idList(candidates)}, ',')) AS c(webhook_id)
+                    WHERE pg_try_advisory_xact_lock(hashtextextended('intake:claim:' || c.webhook_id, 0))`).map(
+                    (row) => row.webhook_id as string
+                  )
+                if (locked.length === 0) return []
+                // A new statement, a new snapshot: every claim that held these locks before is seen.
+                const fresh = yield* backlogs(now, locked, Math.max(1, isolation.maxInFlight))
+                const plan = DeliveryIsolation.planClaim(fresh.list, fresh.waiting, now, limit, isolation)
+                if (plan.attempts.length === 0) return []
+                const lease = sql`UPDATE deliveries
+                  SET lease_until = ${toDate(now + leaseMs)}, claim_token = ${claimToken}
+                  WHERE ${sql.in(
+                    "id",
+                    plan.attempts.map((d) => d.id)
+                  )} AND due_at IS NOT NULL AND (lease_until IS NULL OR lease_until <= ${toDate(now)})
+                  RETURNING id`
+                // The rate limits' next sends in the same statement: one round trip.
+                const leased =
+                  plan.nextSendAt.length === 0
+                    ? yield* sql<Row>`${lease}`
+                    : yield* sql<Row>`WITH leased AS (${lease}), paced AS (
+                        INSERT INTO webhook_pacing (webhook_id, next_send_at)
+                        VALUES ${sql.csv(plan.nextSendAt.map(({ webhookId, at }) => sql`(${webhookId}, ${toDate(at)})`))}
+                        ON CONFLICT (webhook_id) DO UPDATE SET next_send_at = EXCLUDED.next_send_at)
+                      SELECT id FROM leased`
+                const taken = new Set(leased.map((row) => row.id as string))
+                // In the fair order the plan made.
+                return plan.attempts.filter((d) => taken.has(d.id))
+              })
+            )
+          })
         ),
       complete: (finished, claimToken, next) =>
         stored("deliveries.complete")(
@@ -225,11 +338,10 @@ export const PgDeliveryRepository = Layer.effect(
             ),
       insertFinished: (delivery) =>
         stored("deliveries.insertFinished")(insert([deliveryRow(delivery, null)])),
-      nextDueAt: () =>
+      nextDueAt: (now, isolation = DeliveryIsolation.DEFAULT_ISOLATION) =>
         stored("deliveries.nextDueAt")(
-          Effect.map(
-            sql<Row>`SELECT min(GREATEST(due_at, lease_until)) AS next FROM deliveries WHERE due_at IS NOT NULL`,
-            (rows) => Option.map(Option.fromNullable(rows[0]?.next), toMillis)
+          Effect.map(backlogs(now, null), (all) =>
+            Option.fromNullable(DeliveryIsolation.earliestClaimableAt(all.list, now, isolation))
           )
         ),
       findInWebhook: (webhookId, id) =>
@@ -266,22 +378,52 @@ export const PgDeliveryRepository = Layer.effect(
           )
         ),
       // The row lock orders concurrent outcomes of one endpoint: no lost update of the streak.
-      recordOutcome: (webhookId, outcome, disableAfterMs) =>
+      recordOutcome: (webhookId, outcome, disableAfterMs, isolation) =>
         stored("deliveries.recordOutcome")(
           sql.withTransaction(
             Effect.gen(function* () {
               const [row] =
                 yield* sql<Row>`SELECT * FROM webhook_endpoints WHERE id = ${webhookId} FOR UPDATE`
-              if (row === undefined) return Option.none<WebhookEndpoint>()
-              const e = EndpointHealth.afterAttempt(endpointFromRow(row), outcome, disableAfterMs)
+              if (row === undefined) return Option.none<OutcomeRecorded>()
+              const before = endpointFromRow(row)
+              const e = EndpointHealth.afterAttempt(before, outcome, disableAfterMs, isolation)
               yield* sql`UPDATE webhook_endpoints SET status = ${e.status},
                   last_delivery_at = ${toDateOrNull(e.lastDeliveryAt)}, last_delivery_ok = ${e.lastDeliveryOk},
                   consecutive_fails = ${e.consecutiveFails}, failing_since = ${toDateOrNull(e.failingSince)},
-                  updated_at = ${toDate(e.updatedAt)}
+                  circuit_open_until = ${toDateOrNull(e.circuitOpenUntil)}, updated_at = ${toDate(e.updatedAt)}
                 WHERE id = ${webhookId}`
-              return Option.some(e)
+              return Option.some({ endpoint: e, previousStatus: before.status })
             })
           )
+        ),
+      // Each batch its own short statement (no long lock, within the query timeout), as the
+      // idempotency purge; SKIP LOCKED leaves rows another purge or a dispatcher holds.
+      purgeOlderThan: (before, batchSize) =>
+        stored("deliveries.purgeOlderThan")(
+          Effect.gen(function* () {
+            const deliveries = yield* purgedInBatches(
+              batchSize,
+              sql<Row>`WITH purged AS (
+                DELETE FROM deliveries WHERE id IN (
+                  SELECT id FROM deliveries WHERE due_at IS NULL AND created_at < ${toDate(before)}
+                  LIMIT ${batchSize} FOR UPDATE SKIP LOCKED
+                ) RETURNING 1
+              ) SELECT count(*) AS purged FROM purged`
+            )
+            const events = yield* purgedInBatches(
+              batchSize,
+              sql<Row>`WITH purged AS (
+                DELETE FROM domain_events WHERE id IN (
+                  SELECT e.id FROM domain_events e
+                  WHERE e.created_at < ${toDate(before)}
+                    AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.event_id = e.id AND d.due_at IS NOT NULL)
+                  ORDER BY e.created_at, e.id
+                  LIMIT ${batchSize} FOR UPDATE SKIP LOCKED
+                ) RETURNING 1
+              ) SELECT count(*) AS purged FROM purged`
+            )
+            return { deliveries, events }
+          })
         )
     })
   })

@@ -228,5 +228,39 @@ export const migrations: ReadonlyArray<Migration> = [
       // A workspace's events in order of occurrence (recovery's window).
       `CREATE INDEX domain_events_workspace ON domain_events (workspace_id, created_at, id)`
     ]
+  },
+  {
+    id: 6,
+    name: "webhook secret rotation, disabled notices, retention",
+    statements: [
+      // The secret before the last rotation, signing beside the current one until it expires.
+      `ALTER TABLE webhook_endpoints ADD COLUMN previous_secret text`,
+      `ALTER TABLE webhook_endpoints ADD COLUMN previous_secret_expires_at timestamptz(3)`,
+      // A webhook.disabled event's source: the endpoint, and why it was disabled.
+      `ALTER TABLE domain_events ADD COLUMN webhook_id text COLLATE "C"`,
+      `ALTER TABLE domain_events ADD COLUMN disabled_reason text`,
+      // The retention purge: finished attempts by age, and the events that still have pending ones.
+      `CREATE INDEX deliveries_finished_age ON deliveries (created_at) WHERE due_at IS NULL`,
+      `CREATE INDEX deliveries_pending_event ON deliveries (event_id) WHERE due_at IS NOT NULL`
+    ]
+  },
+  {
+    id: 7,
+    name: "webhook isolation",
+    statements: [
+      // docs/webhooks.md, "Isolation": the receiver's rate limit (deliveries per second, null
+      // unlimited) and the circuit breaker (set while the circuit is open or half open).
+      `ALTER TABLE webhook_endpoints ADD COLUMN rate_limit integer`,
+      `ALTER TABLE webhook_endpoints ADD COLUMN circuit_open_until timestamptz(3)`,
+      // When a rate-limited endpoint may send next. Its own table, written only by claims
+      // (under the endpoint's claim lock), so a claim never waits on the endpoint's row lock.
+      `CREATE TABLE webhook_pacing (
+        webhook_id text COLLATE "C" PRIMARY KEY,
+        next_send_at timestamptz(3) NOT NULL
+      )`,
+      // One endpoint's queue, earliest due first: its head, its leases, and the walk over
+      // the endpoints that have pending attempts (one index probe each).
+      `CREATE INDEX deliveries_queued ON deliveries (webhook_id, due_at, id) WHERE due_at IS NOT NULL`
+    ]
   }
 ]

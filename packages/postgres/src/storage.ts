@@ -54,3 +54,19 @@ export const jsonText = (value: unknown): string => JSON.stringify(value)
 export const fromJson = <A>(value: unknown): A => (typeof value === "string" ? JSON.parse(value) : value) as A
 
 export type Row = Readonly<Record<string, unknown>>
+
+/**
+ * Runs a purge statement (one answering `purged`, the rows it deleted) until it deletes
+ * fewer than `batchSize`: each batch its own short statement, so a large backlog holds no
+ * long lock and stays within the pool's query timeout. Answers how many rows went in all.
+ */
+export const purgedInBatches = <E, R>(batchSize: number, batch: Effect.Effect<ReadonlyArray<Row>, E, R>) =>
+  Effect.gen(function* () {
+    let total = 0
+    for (;;) {
+      const rows = yield* batch
+      const purged = toNumber(rows[0]?.purged ?? 0)
+      total += purged
+      if (purged < batchSize) return total
+    }
+  })

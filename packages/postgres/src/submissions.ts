@@ -454,11 +454,24 @@ export const PgContactRepository = Layer.effect(
   )
 )
 
+const EVENT_COLUMNS = [
+  "id",
+  "workspace_id",
+  "type",
+  "intake_bot_id",
+  "submission_id",
+  "contact_id",
+  "webhook_id",
+  "disabled_reason",
+  "created_at"
+] as const
+
 /** The INSERT of `count` events (a create appends one or two): one text, prepared once, per count. */
 const insertEventsText = (count: number) =>
-  `INSERT INTO domain_events (id, workspace_id, type, intake_bot_id, submission_id, contact_id, created_at) VALUES ${Array.from(
+  `INSERT INTO domain_events (${EVENT_COLUMNS.join(", ")}) VALUES ${Array.from(
     { length: count },
-    (_, event) => `(${Array.from({ length: 7 }, (_, column) => `$${event * 7 + column + 1}`).join(", ")})`
+    (_, event) =>
+      `(${EVENT_COLUMNS.map((_, column) => `$${event * EVENT_COLUMNS.length + column + 1}`).join(", ")})`
   ).join(", ")}`
 
 const insertEventsTexts = [insertEventsText(1), insertEventsText(2)]
@@ -484,6 +497,8 @@ export const PgEventOutbox = Layer.effect(
                   e.intakeBotId,
                   e.submissionId,
                   e.contactId,
+                  e.webhookId ?? null,
+                  e.disabledReason ?? null,
                   toDate(e.createdAt)
                 ])
               })
@@ -497,6 +512,8 @@ export const PgEventOutbox = Layer.effect(
             intake_bot_id: e.intakeBotId,
             submission_id: e.submissionId,
             contact_id: e.contactId,
+            webhook_id: e.webhookId ?? null,
+            disabled_reason: e.disabledReason ?? null,
             created_at: toDate(e.createdAt)
           }))
         )}`

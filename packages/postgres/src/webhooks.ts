@@ -15,6 +15,7 @@ import { afterPosition, pageFrom } from "./paging.js"
 import { preparedStatements, statement } from "./reads.js"
 import {
   fromJson,
+  purgedInBatches,
   type Row,
   stored,
   toDate,
@@ -40,10 +41,14 @@ export const endpointFromRow = (row: Row): WebhookEndpoint => ({
   description: row.description as string,
   intakeBotIds: fromJson<WebhookEndpoint["intakeBotIds"]>(row.intake_bot_ids),
   secret: row.secret as string,
+  previousSecret: (row.previous_secret ?? null) as string | null,
+  previousSecretExpiresAt: toMillisOrNull(row.previous_secret_expires_at ?? null),
   lastDeliveryAt: toMillisOrNull(row.last_delivery_at),
   lastDeliveryOk: row.last_delivery_ok as boolean | null,
   consecutiveFails: toNumber(row.consecutive_fails),
   failingSince: toMillisOrNull(row.failing_since),
+  rateLimit: row.rate_limit === null ? null : toNumber(row.rate_limit),
+  circuitOpenUntil: toMillisOrNull(row.circuit_open_until),
   createdAt: toMillis(row.created_at),
   updatedAt: toMillis(row.updated_at)
 })
@@ -70,21 +75,39 @@ export const PgWebhookRepository = Layer.effect(
                   max
                 })
               yield* sql`INSERT INTO webhook_endpoints (id, workspace_id, url, events, status, description, intake_bot_ids, secret,
-                  last_delivery_at, last_delivery_ok, consecutive_fails, failing_since, created_at, updated_at)
+                  previous_secret, previous_secret_expires_at,
+                  last_delivery_at, last_delivery_ok, consecutive_fails, failing_since, rate_limit, circuit_open_until,
+                  created_at, updated_at)
                 VALUES (${e.id}, ${e.workspaceId}, ${e.url}, ${JSON.stringify(e.events)}::json, ${e.status}, ${e.description},
-                  ${JSON.stringify(e.intakeBotIds)}::json, ${e.secret}, ${toDateOrNull(e.lastDeliveryAt)}, ${e.lastDeliveryOk},
-                  ${e.consecutiveFails}, ${toDateOrNull(e.failingSince)}, ${toDate(e.createdAt)}, ${toDate(e.updatedAt)})`
+                  ${JSON.stringify(e.intakeBotIds)}::json, ${e.secret}, ${e.previousSecret},
+                  ${toDateOrNull(e.previousSecretExpiresAt)}, ${toDateOrNull(e.lastDeliveryAt)}, ${e.lastDeliveryOk},
+                  ${e.consecutiveFails}, ${toDateOrNull(e.failingSince)}, ${e.rateLimit}, ${toDateOrNull(e.circuitOpenUntil)},
+                  ${toDate(e.createdAt)}, ${toDate(e.updatedAt)})`
             })
           )
         ),
+      // The secrets are not written: a PATCH that read the row before a rotation must not undo it.
       update: (e) =>
         stored("webhooks.update")(
           Effect.asVoid(sql`UPDATE webhook_endpoints SET url = ${e.url}, events = ${JSON.stringify(e.events)}::json,
               status = ${e.status}, description = ${e.description}, intake_bot_ids = ${JSON.stringify(e.intakeBotIds)}::json,
-              secret = ${e.secret}, last_delivery_at = ${toDateOrNull(e.lastDeliveryAt)}, last_delivery_ok = ${e.lastDeliveryOk},
+              last_delivery_at = ${toDateOrNull(e.lastDeliveryAt)}, last_delivery_ok = ${e.lastDeliveryOk},
               consecutive_fails = ${e.consecutiveFails}, failing_since = ${toDateOrNull(e.failingSince)},
+              rate_limit = ${e.rateLimit}, circuit_open_until = ${toDateOrNull(e.circuitOpenUntil)},
               updated_at = ${toDate(e.updatedAt)}
             WHERE id = ${e.id}`)
+        ),
+      // One statement: the right-hand sides read the row as it was, so the current secret moves to previous.
+      rotateSecret: (workspaceId, id, secret, previousExpiresAt, now) =>
+        stored("webhooks.rotateSecret")(
+          Effect.map(
+            sql<Row>`UPDATE webhook_endpoints SET secret = ${secret},
+                previous_secret = ${previousExpiresAt === null ? sql`NULL` : sql`secret`},
+                previous_secret_expires_at = ${toDateOrNull(previousExpiresAt)}, updated_at = ${toDate(now)}
+              WHERE id = ${id} AND workspace_id = ${workspaceId}
+              RETURNING *`,
+            findOne
+          )
         ),
       findInWorkspace: (workspaceId, id) =>
         stored("webhooks.findInWorkspace")(
@@ -181,20 +204,15 @@ export const PgIdempotencyStore = Layer.effect(
       // query timeout and never holds one long lock on the table.
       purgeExpired: (now) =>
         stored("idempotency.purgeExpired")(
-          Effect.gen(function* () {
-            let total = 0
-            for (;;) {
-              const rows = yield* sql<Row>`WITH purged AS (
-                  DELETE FROM idempotency_records WHERE (api_key_id, key) IN (
-                    SELECT api_key_id, key FROM idempotency_records
-                    WHERE expires_at <= ${toDate(now)} LIMIT ${PURGE_BATCH}
-                  ) RETURNING 1
-                ) SELECT count(*) AS purged FROM purged`
-              const purged = toNumber(rows[0]?.purged ?? 0)
-              total += purged
-              if (purged < PURGE_BATCH) return total
-            }
-          })
+          purgedInBatches(
+            PURGE_BATCH,
+            sql<Row>`WITH purged AS (
+              DELETE FROM idempotency_records WHERE (api_key_id, key) IN (
+                SELECT api_key_id, key FROM idempotency_records
+                WHERE expires_at <= ${toDate(now)} LIMIT ${PURGE_BATCH}
+              ) RETURNING 1
+            ) SELECT count(*) AS purged FROM purged`
+          )
         )
     })
   })

@@ -105,7 +105,12 @@ export const storageContracts = (
 export const deliveryContract = (
   name: string,
   ports: Layer.Layer<
-    DeliveryRepository | WebhookRepository | SummaryJobRepository | UnitOfWork | SqlClient.SqlClient
+    | DeliveryRepository
+    | WebhookRepository
+    | EventOutbox
+    | SummaryJobRepository
+    | UnitOfWork
+    | SqlClient.SqlClient
   >
 ): void => {
   deliveryRepositoryContract(

@@ -2,8 +2,16 @@
  * What a webhook delivery carries (docs/rules.md, Webhooks and deliveries): `{ id, type, timestamp, data }`,
  * rebuilt from the event's sources at each attempt; and which endpoints an event goes to.
  */
-import type { Contact, DomainEvent, IntakeBot, SubmissionDetail, WebhookEndpoint } from "../models.js"
-import { isoTimestamp, type SubmissionShape, submissionShape } from "./wire-shapes.js"
+import type {
+  Contact,
+  DomainEvent,
+  EventType,
+  IntakeBot,
+  SubmissionDetail,
+  WebhookDisabledReason,
+  WebhookEndpoint
+} from "../models.js"
+import { isoOrNull, isoTimestamp, type SubmissionShape, submissionShape } from "./wire-shapes.js"
 
 /** The type of the event POST /webhooks/:id/test sends. */
 export const TEST_EVENT_TYPE = "webhook.test"
@@ -38,7 +46,33 @@ export type ContactCreatedPayload = Payload<
 
 export type TestPayload = Payload<typeof TEST_EVENT_TYPE, { readonly webhook_id: string }>
 
-export type WebhookPayload = SubmissionCompletedPayload | ContactCreatedPayload | TestPayload
+/** The endpoint as a webhook.disabled payload shows it: never its secrets. */
+export interface DisabledWebhookShape {
+  readonly id: string
+  readonly url: string
+  readonly description: string
+  readonly events: ReadonlyArray<EventType>
+  readonly intake_bot_ids: ReadonlyArray<string>
+  readonly status: WebhookEndpoint["status"]
+  readonly consecutive_fails: number
+  readonly last_delivery_at: string | null
+  readonly created_at: string
+}
+
+export type WebhookDisabledPayload = Payload<
+  "webhook.disabled",
+  {
+    readonly webhook: DisabledWebhookShape
+    readonly reason: WebhookDisabledReason
+    readonly disabled_at: string
+  }
+>
+
+export type WebhookPayload =
+  | SubmissionCompletedPayload
+  | ContactCreatedPayload
+  | TestPayload
+  | WebhookDisabledPayload
 
 export const submissionCompletedPayload = (
   event: DomainEvent,
@@ -74,11 +108,61 @@ export const testPayload = (eventId: string, webhookId: string, at: number): Tes
 })
 
 /**
+ * The webhook.disabled event (docs/choices.md, "Webhook notifications"): `reason` and
+ * `disabled_at` are the event's; the endpoint is shown as it is when the payload is built.
+ */
+export const webhookDisabledPayload = (
+  event: DomainEvent,
+  endpoint: WebhookEndpoint
+): WebhookDisabledPayload => ({
+  id: event.id,
+  type: "webhook.disabled",
+  timestamp: isoTimestamp(event.createdAt),
+  data: {
+    webhook: {
+      id: endpoint.id,
+      url: endpoint.url,
+      description: endpoint.description,
+      events: endpoint.events,
+      intake_bot_ids: endpoint.intakeBotIds,
+      status: endpoint.status,
+      consecutive_fails: endpoint.consecutiveFails,
+      last_delivery_at: isoOrNull(endpoint.lastDeliveryAt),
+      created_at: isoTimestamp(endpoint.createdAt)
+    },
+    reason: event.disabledReason ?? "failing",
+    disabled_at: isoTimestamp(event.createdAt)
+  }
+})
+
+/** The outbox event telling a workspace that the service disabled one of its endpoints. */
+export const webhookDisabledEvent = (
+  id: string,
+  endpoint: WebhookEndpoint,
+  reason: WebhookDisabledReason,
+  at: number
+): DomainEvent => ({
+  id,
+  workspaceId: endpoint.workspaceId,
+  type: "webhook.disabled",
+  intakeBotId: "",
+  submissionId: "",
+  contactId: null,
+  webhookId: endpoint.id,
+  disabledReason: reason,
+  createdAt: at
+})
+
+/**
  * True when the endpoint takes this event: it subscribes to the type, and its
  * intake_bot_ids is empty (every bot) or names the event's bot, in the same workspace.
- * The endpoint's status is the caller's concern (only ACTIVE ones are queued for).
+ * A webhook.disabled event goes to the workspace's other subscribed endpoints, whatever
+ * their intake_bot_ids. The endpoint's status is the caller's concern (only ACTIVE ones are queued for).
  */
 export const endpointTakes = (endpoint: WebhookEndpoint, event: DomainEvent): boolean =>
   endpoint.workspaceId === event.workspaceId &&
   endpoint.events.includes(event.type) &&
-  (endpoint.intakeBotIds.length === 0 || endpoint.intakeBotIds.includes(event.intakeBotId))
+  (event.type === "webhook.disabled"
+    ? // About an endpoint, not a bot: every subscriber but the disabled endpoint itself.
+      endpoint.id !== event.webhookId
+    : endpoint.intakeBotIds.length === 0 || endpoint.intakeBotIds.includes(event.intakeBotId))

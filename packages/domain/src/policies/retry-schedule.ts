@@ -9,6 +9,8 @@ import { Either } from "effect"
 
 export const DEFAULT_RETRY_SCHEDULE = "5s,5m,30m,2h,5h,10h,10h"
 export const DEFAULT_DISABLE_AFTER = "5d"
+/** WEBHOOK_RETENTION's default: how long finished attempts and events are kept. */
+export const DEFAULT_RETENTION = "30d"
 export const MAX_JITTER = 0.2
 
 const UNIT_MILLIS: Record<string, number> = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 }

@@ -31,10 +31,15 @@ export const sign = (hmac: HmacSha256, input: SignatureInput): string => {
   return `v1,${encodeBase64(hmac(key, signedContent(input)))}`
 }
 
-/** The three headers of a delivery attempt. */
+/**
+ * The three headers of a delivery attempt. With `otherSecrets` (the previous secret during
+ * a rotation's grace period), `webhook-signature` carries one space-separated signature per
+ * secret, the current one first: a receiver accepts the message when any of them verifies.
+ */
 export const signatureHeaders = (
   hmac: HmacSha256,
-  input: SignatureInput
+  input: SignatureInput,
+  otherSecrets: ReadonlyArray<string> = []
 ): {
   readonly "webhook-id": string
   readonly "webhook-timestamp": string
@@ -42,5 +47,7 @@ export const signatureHeaders = (
 } => ({
   "webhook-id": input.messageId,
   "webhook-timestamp": String(input.timestampSeconds),
-  "webhook-signature": sign(hmac, input)
+  "webhook-signature": [input.secret, ...otherSecrets]
+    .map((secret) => sign(hmac, { ...input, secret }))
+    .join(" ")
 })

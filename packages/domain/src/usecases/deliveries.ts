@@ -7,18 +7,29 @@
  */
 import { Clock, Data, Duration, Effect, Either, Layer, Option, Schedule } from "effect"
 import { Conflict, invalid, notFound, type StorageUnavailable } from "../errors.js"
-import type { Delivery, DomainEvent, ListPosition, RecoverableEvent, WebhookEndpoint } from "../models.js"
+import type {
+  Delivery,
+  DomainEvent,
+  ListPosition,
+  RecoverableEvent,
+  WebhookDisabledReason,
+  WebhookEndpoint
+} from "../models.js"
+import { disabledBy } from "../policies/endpoint-health.js"
 import {
   contactCreatedPayload,
   endpointTakes,
   submissionCompletedPayload,
   TEST_EVENT_TYPE,
   testPayload,
-  type WebhookPayload
+  type WebhookPayload,
+  webhookDisabledEvent,
+  webhookDisabledPayload
 } from "../policies/event-payloads.js"
 import { deliveriesWithheld } from "../policies/plans.js"
 import { retryAfterMillis, retryDelay } from "../policies/retry-schedule.js"
 import { signatureHeaders } from "../policies/standard-webhooks.js"
+import { signingSecrets } from "../policies/webhook-secret.js"
 import {
   AddressResolver,
   type AttemptOutcome,
@@ -189,6 +200,12 @@ export const DeliveriesLive = Layer.effect(
     /** The payload of an outbox event, rebuilt from its sources as they are now. */
     const eventPayload = (event: DomainEvent) =>
       Effect.gen(function* () {
+        if (event.type === "webhook.disabled") {
+          const endpoint =
+            event.webhookId === undefined ? Option.none() : yield* repository.endpoint(event.webhookId)
+          if (Option.isNone(endpoint)) return yield* gone("webhook endpoint")
+          return webhookDisabledPayload(event, endpoint.value) as WebhookPayload
+        }
         if (event.type === "submission.completed") {
           const submission = yield* submissions.findInBot(
             event.workspaceId,
@@ -225,15 +242,21 @@ export const DeliveriesLive = Layer.effect(
       Effect.gen(function* () {
         const startedAt = yield* Clock.currentTimeMillis
         const body = JSON.stringify(payload)
+        // During a rotation's grace period the previous secret signs too (docs/choices.md, "Secret rotation").
+        const [secret, ...previous] = signingSecrets(endpoint, startedAt)
         const headers = {
           "content-type": "application/json",
           "user-agent": USER_AGENT,
-          ...signatureHeaders(crypto.hmacSha256, {
-            secret: endpoint.secret,
-            messageId: payload.id,
-            timestampSeconds: Math.floor(startedAt / 1000),
-            body
-          })
+          ...signatureHeaders(
+            crypto.hmacSha256,
+            {
+              secret: secret ?? endpoint.secret,
+              messageId: payload.id,
+              timestampSeconds: Math.floor(startedAt / 1000),
+              body
+            },
+            previous
+          )
         }
         let sentAt: number | null = null
         const outcome = yield* verifyReceiverUrl(endpoint.url, webhookSettings).pipe(
@@ -293,8 +316,56 @@ export const DeliveriesLive = Layer.effect(
     const outcomeOf = (result: SendResult): AttemptOutcome => ({
       ok: result.ok,
       responseStatus: result.responseStatus,
-      at: result.startedAt
+      at: result.startedAt,
+      durationMs: result.durationMs
     })
+
+    /**
+     * Applies an attempt's outcome to its endpoint, inside the caller's unit of work. When
+     * this outcome disabled the endpoint, a webhook.disabled event is queued in the same
+     * unit of work for the workspace's other active endpoints that subscribe to it.
+     */
+    const recordOutcome = (webhookId: string, outcome: AttemptOutcome) =>
+      Effect.gen(function* () {
+        const recorded = yield* repository.recordOutcome(
+          webhookId,
+          outcome,
+          settings.disableAfterMs,
+          settings.isolation
+        )
+        if (Option.isNone(recorded)) return { endpoint: Option.none<WebhookEndpoint>(), disabled: null }
+        const { endpoint, previousStatus } = recorded.value
+        const reason = disabledBy(previousStatus, endpoint, outcome)
+        const disabled = reason === null ? null : yield* queueDisabledNotice(endpoint, reason, outcome.at)
+        return { endpoint: Option.some(endpoint), disabled }
+      })
+
+    const queueDisabledNotice = (endpoint: WebhookEndpoint, reason: WebhookDisabledReason, at: number) =>
+      Effect.gen(function* () {
+        const event = webhookDisabledEvent(yield* ids.next("evt"), endpoint, reason, at)
+        // The endpoint is disabled by now: it is not among the active ones.
+        const subscribers = yield* repository.activeEndpoints(endpoint.workspaceId)
+        const queued = yield* Effect.provideService(pendingAttemptsFor([event], subscribers, at), Ids, ids)
+        yield* outbox.append([event], { deliveries: queued, dueAt: at })
+        return { endpoint, reason, notified: queued.length }
+      })
+
+    /** The one line saying an endpoint was disabled, and why; logged once its unit of work committed. */
+    const logDisabled = (
+      disabled: { endpoint: WebhookEndpoint; reason: WebhookDisabledReason; notified: number } | null
+    ) =>
+      disabled === null
+        ? Effect.void
+        : Effect.logWarning({
+            message: "webhook endpoint disabled",
+            webhookId: disabled.endpoint.id,
+            workspaceId: disabled.endpoint.workspaceId,
+            reason:
+              disabled.reason === "gone"
+                ? "the receiver answered 410 Gone"
+                : "deliveries failed for WEBHOOK_DISABLE_AFTER",
+            notifiedEndpoints: disabled.notified
+          })
 
     /** Closes an attempt that is not sent (endpoint gone, paused or disabled; source gone). */
     const dropAttempt = (delivery: Delivery, claimToken: string, error: string) =>
@@ -350,12 +421,10 @@ export const DeliveriesLive = Layer.effect(
       Effect.gen(function* () {
         const result = yield* send(endpoint, payload)
         const finished = finishedAttempt(attempt, result, null)
-        yield* uow.transaction(
-          Effect.zipRight(
-            repository.recordOutcome(endpoint.id, outcomeOf(result), settings.disableAfterMs),
-            repository.insertFinished(finished)
-          )
+        const recorded = yield* uow.transaction(
+          Effect.zipLeft(recordOutcome(endpoint.id, outcomeOf(result)), repository.insertFinished(finished))
         )
+        yield* logDisabled(recorded.disabled)
         return finished
       }).pipe(Effect.tap(logAttempt))
 
@@ -500,13 +569,15 @@ export const DeliveriesLive = Layer.effect(
 
       claimDue: (limit, claimToken) =>
         Effect.flatMap(Clock.currentTimeMillis, (now) =>
-          repository.claimDue(now, limit, settings.leaseMs, claimToken)
+          repository.claimDue(now, limit, settings.leaseMs, claimToken, settings.isolation)
         ),
 
       release: (deliveryIds, claimToken) =>
         deliveryIds.length === 0 ? Effect.void : repository.release(deliveryIds, claimToken),
 
-      nextDueAt: repository.nextDueAt(),
+      nextDueAt: Effect.flatMap(Clock.currentTimeMillis, (now) =>
+        repository.nextDueAt(now, settings.isolation)
+      ),
 
       dispatch: (delivery, claimToken) =>
         Effect.gen(function* () {
@@ -551,11 +622,8 @@ export const DeliveriesLive = Layer.effect(
           return yield* uow
             .transaction(
               Effect.gen(function* () {
-                const after = yield* repository.recordOutcome(
-                  delivery.webhookId,
-                  outcomeOf(result),
-                  settings.disableAfterMs
-                )
+                const recorded = yield* recordOutcome(delivery.webhookId, outcomeOf(result))
+                const after = recorded.endpoint
                 // A disabled (or deleted) endpoint gets no retry.
                 const retries =
                   delay !== null &&
@@ -581,10 +649,11 @@ export const DeliveriesLive = Layer.effect(
                       }
                     : null
                 if (!(yield* repository.complete(finished, claimToken, next))) return yield* new LostClaim()
-                return finished
+                return { finished, disabled: recorded.disabled }
               })
             )
             .pipe(
+              Effect.flatMap(({ finished, disabled }) => Effect.as(logDisabled(disabled), finished)),
               // Rolled back whole on a failure, so trying again neither counts the outcome twice
               // nor queues two retries; a commit whose answer was lost finds its claim gone (LostClaim).
               retriedOnStorage,

@@ -238,6 +238,8 @@ export interface NewWebhook {
   readonly events: ReadonlyArray<string>
   readonly description?: string
   readonly intakeBotIds?: ReadonlyArray<string>
+  /** Deliveries per second, 1..1000; null or omitted is unlimited. */
+  readonly rateLimit?: number | null
 }
 
 export interface WebhookChanges {
@@ -245,6 +247,13 @@ export interface WebhookChanges {
   readonly description?: string
   readonly status?: "active" | "paused"
   readonly intakeBotIds?: ReadonlyArray<string>
+  /** Deliveries per second, 1..1000; null is unlimited. */
+  readonly rateLimit?: number | null
+}
+
+export interface SecretRotation {
+  /** How long the old secret keeps signing, 0 to 7 days; 24 h when omitted. */
+  readonly gracePeriodSeconds?: number
 }
 
 export class Webhooks extends Context.Tag("@intake/Webhooks")<
@@ -266,6 +275,15 @@ export class Webhooks extends Context.Tag("@intake/Webhooks")<
       changes: WebhookChanges
     ) => Effect.Effect<WebhookEndpoint, Fails<ResourceNotFound | ValidationFailed>>
     readonly remove: (workspaceId: string, id: string) => Effect.Effect<void, Fails<ResourceNotFound>>
+    /**
+     * Gives the endpoint a new secret and answers it with that secret (shown this once); the
+     * old one keeps signing beside it for the grace period (docs/choices.md, "Secret rotation").
+     */
+    readonly rotateSecret: (
+      workspaceId: string,
+      id: string,
+      input: SecretRotation
+    ) => Effect.Effect<WebhookEndpoint, Fails<ResourceNotFound | ValidationFailed>>
   }
 >() {}
 

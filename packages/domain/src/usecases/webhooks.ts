@@ -6,6 +6,7 @@ import { Clock, Effect, Either, Layer, Option } from "effect"
 import { invalid, notFound, type ValidationIssue } from "../errors.js"
 import type { WebhookEndpoint } from "../models.js"
 import * as Cursor from "../policies/cursor.js"
+import { rateLimitIssues } from "../policies/delivery-isolation.js"
 import { maxWebhookEndpoints } from "../policies/plans.js"
 import {
   asEventTypes,
@@ -14,7 +15,11 @@ import {
   intakeBotIdsIssues,
   patchStatusIssues
 } from "../policies/webhook-events.js"
-import { newWebhookSecret } from "../policies/webhook-secret.js"
+import {
+  DEFAULT_GRACE_PERIOD_SECONDS,
+  gracePeriodIssues,
+  newWebhookSecret
+} from "../policies/webhook-secret.js"
 import { checkUrlSyntax } from "../policies/webhook-url.js"
 import {
   AddressResolver,
@@ -90,7 +95,8 @@ export const WebhooksLive = Layer.effect(
             ...(url._tag === "Invalid" ? url.issues : []),
             ...eventsIssues(input.events),
             ...descriptionIssues(description),
-            ...intakeBotIdsIssues(intakeBotIds)
+            ...intakeBotIdsIssues(intakeBotIds),
+            ...rateLimitIssues(input.rateLimit ?? null)
           ]
           if (url._tag === "Invalid" || syntaxIssues.length > 0)
             return yield* Effect.fail(invalid(syntaxIssues))
@@ -123,10 +129,14 @@ export const WebhooksLive = Layer.effect(
                 description,
                 intakeBotIds,
                 secret: newWebhookSecret(crypto.randomBytes),
+                previousSecret: null,
+                previousSecretExpiresAt: null,
                 lastDeliveryAt: null,
                 lastDeliveryOk: null,
                 consecutiveFails: 0,
                 failingSince: null,
+                rateLimit: input.rateLimit ?? null,
+                circuitOpenUntil: null,
                 createdAt: now,
                 updatedAt: now
               }
@@ -142,7 +152,8 @@ export const WebhooksLive = Layer.effect(
             ...(changes.events === undefined ? [] : eventsIssues(changes.events)),
             ...(changes.description === undefined ? [] : descriptionIssues(changes.description)),
             ...(changes.status === undefined ? [] : patchStatusIssues(changes.status)),
-            ...(changes.intakeBotIds === undefined ? [] : intakeBotIdsIssues(changes.intakeBotIds))
+            ...(changes.intakeBotIds === undefined ? [] : intakeBotIdsIssues(changes.intakeBotIds)),
+            ...(changes.rateLimit === undefined ? [] : rateLimitIssues(changes.rateLimit))
           ]
           if (issues.length > 0) return yield* Effect.fail(invalid(issues))
           return yield* uow.transaction(
@@ -159,8 +170,11 @@ export const WebhooksLive = Layer.effect(
                 ...(changes.description === undefined ? {} : { description: changes.description }),
                 ...(changes.intakeBotIds === undefined ? {} : { intakeBotIds: changes.intakeBotIds }),
                 ...(changes.status === undefined ? {} : { status: changes.status }),
-                // Re-enabling starts a fresh failure count (and ends a disabled state).
-                ...(changes.status === "active" ? { consecutiveFails: 0, failingSince: null } : {}),
+                ...(changes.rateLimit === undefined ? {} : { rateLimit: changes.rateLimit }),
+                // Re-enabling starts a fresh failure count (and ends a disabled state) and closes the circuit.
+                ...(changes.status === "active"
+                  ? { consecutiveFails: 0, failingSince: null, circuitOpenUntil: null }
+                  : {}),
                 updatedAt: now
               }
               yield* webhooks.update(updated)
@@ -172,7 +186,30 @@ export const WebhooksLive = Layer.effect(
       remove: (workspaceId, id) =>
         Effect.flatMap(webhooks.delete(workspaceId, id), (deleted) =>
           deleted ? Effect.void : Effect.fail(notFound("webhook"))
-        )
+        ),
+
+      rotateSecret: (workspaceId, id, input) =>
+        Effect.gen(function* () {
+          const graceSeconds = input.gracePeriodSeconds ?? DEFAULT_GRACE_PERIOD_SECONDS
+          const issues = gracePeriodIssues(graceSeconds)
+          if (issues.length > 0) return yield* Effect.fail(invalid(issues))
+          const now = yield* Clock.currentTimeMillis
+          const rotated = yield* webhooks.rotateSecret(
+            workspaceId,
+            id,
+            newWebhookSecret(crypto.randomBytes),
+            graceSeconds === 0 ? null : now + graceSeconds * 1_000,
+            now
+          )
+          if (Option.isNone(rotated)) return yield* Effect.fail(notFound("webhook"))
+          // Ids only: neither secret is ever logged.
+          yield* Effect.logInfo({
+            message: "webhook secret rotated",
+            webhookId: id,
+            previousSecretExpiresAt: rotated.value.previousSecretExpiresAt
+          })
+          return rotated.value
+        })
     })
   })
 )

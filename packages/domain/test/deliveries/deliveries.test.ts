@@ -19,30 +19,20 @@ import { answer, newIntakeBot, requiredOnlyData, unreachable } from "@intake/tes
 import { Effect, TestClock } from "effect"
 import { Webhook } from "standardwebhooks"
 import {
+  attemptsOf,
   dispatchDue,
+  endpointOf,
   givenWebhook,
   givenWorkspaceWithBot,
+  HOUR,
   MINUTE,
   NOW,
+  NOW_ISO,
   RECEIVER,
   SECOND,
-  scene
+  scene,
+  submit
 } from "./scene.js"
-
-const HOUR = 60 * MINUTE
-const NOW_ISO = new Date(NOW).toISOString()
-
-const submit = (workspaceId: string, botId: string, email = "ada@example.com") =>
-  Effect.flatMap(Submissions, (s) => s.create(workspaceId, botId, { data: requiredOnlyData({ email }) }))
-
-const attemptsOf = (workspaceId: string, webhookId: string) =>
-  Effect.map(
-    Effect.flatMap(Deliveries, (d) => d.list(workspaceId, webhookId, { limit: 100, cursor: null })),
-    (listed) => listed.items
-  )
-
-const endpointOf = (workspaceId: string, webhookId: string) =>
-  Effect.flatMap(Webhooks, (webhooks) => webhooks.get(workspaceId, webhookId))
 
 describe("queueing", () => {
   const { layer } = scene()

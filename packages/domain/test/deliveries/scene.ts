@@ -1,13 +1,21 @@
 /** The scene of the delivery rules' tests: memory layers, a receiver double, a realistic wall time. */
-import { Deliveries, IntakeBots, Webhooks, WorkspaceRepository } from "@intake/domain"
-import { aWorkspace, deliveryRulesLayer, newIntakeBot, receiverDouble } from "@intake/testing"
+import { Deliveries, IntakeBots, Submissions, Webhooks, WorkspaceRepository } from "@intake/domain"
+import {
+  aWorkspace,
+  deliveryRulesLayer,
+  newIntakeBot,
+  receiverDouble,
+  requiredOnlyData
+} from "@intake/testing"
 import { Effect, TestClock } from "effect"
 
 export const SECOND = 1_000
 export const MINUTE = 60 * SECOND
+export const HOUR = 60 * MINUTE
 export const RECEIVER = "https://hooks.example.com/intake"
 /** Wall time: receivers refuse a signature whose timestamp is more than 5 minutes off theirs. */
 export const NOW = Date.now()
+export const NOW_ISO = new Date(NOW).toISOString()
 
 /** The layer, its receiver double and its DNS table (a test may re-point a name while it runs). */
 export const scene = (options: Parameters<typeof deliveryRulesLayer>[1] = {}) => {
@@ -40,3 +48,16 @@ export const dispatchDue = Effect.gen(function* () {
   const claimed = yield* deliveries.claimDue(100, "rules")
   return yield* Effect.forEach(claimed, (delivery) => deliveries.dispatch(delivery, "rules"))
 })
+
+export const submit = (workspaceId: string, botId: string, email = "ada@example.com") =>
+  Effect.flatMap(Submissions, (s) => s.create(workspaceId, botId, { data: requiredOnlyData({ email }) }))
+
+/** The endpoint's delivery log, newest first (up to 100). */
+export const attemptsOf = (workspaceId: string, webhookId: string) =>
+  Effect.map(
+    Effect.flatMap(Deliveries, (d) => d.list(workspaceId, webhookId, { limit: 100, cursor: null })),
+    (listed) => listed.items
+  )
+
+export const endpointOf = (workspaceId: string, webhookId: string) =>
+  Effect.flatMap(Webhooks, (webhooks) => webhooks.get(workspaceId, webhookId))

@@ -8,7 +8,7 @@ describe("webhook body rules", () => {
       { path: "events", message: "must name at least one event" }
     ])
     expect(WebhookEvents.eventsIssues(["submission.completed", "submission.created"])).toEqual([
-      { path: "events.1", message: "must be one of submission.completed, contact.created" }
+      { path: "events.1", message: "must be one of submission.completed, contact.created, webhook.disabled" }
     ])
     expect(
       WebhookEvents.eventsIssues(["contact.created", "submission.completed", "contact.created"])

@@ -57,7 +57,7 @@ export const eventOutboxContract = (
         expect(yield* outbox.findById(created.id)).toEqual(Option.some(created))
         expect(yield* deliveries.attemptsOf(webhookId, completed.id)).toEqual([attempts[0]])
         expect(yield* deliveries.attemptsOf(webhookId, created.id)).toEqual([attempts[1]])
-        const due = yield* deliveries.nextDueAt()
+        const due = yield* deliveries.nextDueAt(submission.createdAt)
         expect(Option.isSome(due) && due.value <= submission.createdAt).toBe(true)
       })
     )

@@ -133,5 +133,63 @@ export const webhookRepositoryContract = (
         expect(yield* repo.findInWorkspace(endpoint.workspaceId, endpoint.id)).toEqual(Option.none())
       })
     )
+
+    it.effect(
+      "rotates the secret atomically: the current one becomes the previous one, an older previous one is dropped, and update leaves the secrets alone",
+      () =>
+        Effect.gen(function* () {
+          const repo = yield* WebhookRepository
+          const endpoint = aWebhookEndpoint({ workspaceId: uniqueId("ws") })
+          yield* repo.insertWithinCap(endpoint, 10)
+          const [first, second, third] = [
+            "whsec_Rmlyc3Qgcm90YXRlZCBzZWNyZXQgZm9yIHRlc3RzIQ==",
+            "whsec_U2Vjb25kIHJvdGF0ZWQgc2VjcmV0IGZvciB0ZXN0cw==",
+            "whsec_VGhpcmQgcm90YXRlZCBzZWNyZXQgZm9yIHRlc3RzIQ=="
+          ]
+          const once = yield* repo.rotateSecret(endpoint.workspaceId, endpoint.id, first!, 5_000, 1_000)
+          const expected = {
+            ...endpoint,
+            secret: first!,
+            previousSecret: endpoint.secret,
+            previousSecretExpiresAt: 5_000,
+            updatedAt: 1_000
+          }
+          expect(once).toEqual(Option.some(expected))
+          expect(yield* repo.findInWorkspace(endpoint.workspaceId, endpoint.id)).toEqual(
+            Option.some(expected)
+          )
+
+          // An update made from a copy read before the rotation does not undo it.
+          yield* repo.update({ ...endpoint, description: "renamed", updatedAt: 1_500 })
+          const updated = Option.getOrThrow(yield* repo.findInWorkspace(endpoint.workspaceId, endpoint.id))
+          expect(updated).toMatchObject({
+            description: "renamed",
+            secret: first,
+            previousSecret: endpoint.secret
+          })
+
+          const twice = yield* repo.rotateSecret(endpoint.workspaceId, endpoint.id, second!, 9_000, 2_000)
+          expect(Option.getOrThrow(twice)).toMatchObject({
+            secret: second,
+            previousSecret: first,
+            previousSecretExpiresAt: 9_000
+          })
+          // No grace period: the old secret is dropped at once.
+          const atOnce = yield* repo.rotateSecret(endpoint.workspaceId, endpoint.id, third!, null, 3_000)
+          expect(Option.getOrThrow(atOnce)).toMatchObject({
+            secret: third,
+            previousSecret: null,
+            previousSecretExpiresAt: null,
+            updatedAt: 3_000
+          })
+          // Another workspace's endpoint, or none: nothing changes.
+          expect(yield* repo.rotateSecret(uniqueId("ws"), endpoint.id, first!, null, 4_000)).toEqual(
+            Option.none()
+          )
+          expect(
+            Option.getOrThrow(yield* repo.findInWorkspace(endpoint.workspaceId, endpoint.id)).secret
+          ).toBe(third)
+        })
+    )
   })
 }
