@@ -212,17 +212,7 @@ const submissionFromRow = (
 
 /** A row of the list, whose workspace and bot are the ones it was read for. */
 const listItemFromRow = (row: Row, workspaceId: string, intakeBotId: string): SubmissionListItem => ({
-  id: row.id as string,
-  workspaceId,
-  intakeBotId,
-  data: fromJson<Submission["data"]>(row.data),
-  status: row.status as Submission["status"],
-  aiSummary: row.ai_summary as string,
-  isTest: row.is_test as boolean,
-  fileCount: toNumber(row.file_count),
-  schemaVersion: toNumber(row.schema_version),
-  createdAt: toMillis(row.created_at),
-  updatedAt: toMillis(row.updated_at),
+  ...submissionFromRow(row, workspaceId, intakeBotId),
   messageCount: toNumber(row.message_count)
 })
 
