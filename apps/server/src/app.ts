@@ -143,31 +143,39 @@ const clientIp = (request: IncomingRequest, trusted: AppOptions["trustedProxies"
   )
 }
 
+/** The answer with the rate-limit headers of the decision that admitted or refused it. */
+const withDecision = <E, R>(answer: Effect.Effect<Reply, E, R>, decision: RateLimitDecision) =>
+  Effect.flatMap(answer, (response) =>
+    Effect.map(Clock.currentTimeMillis, (now) => withRateLimitHeaders(response, decision, now))
+  )
+
 /** /v1: authenticate, rate limit (per key, or per IP when the key fails), then route. */
 const v1 = (request: IncomingRequest, facts: RequestFacts, trustedProxies: AppOptions["trustedProxies"]) =>
-  Effect.gen(function* () {
-    const access = yield* Access
+  Effect.flatMap(Access, (access) =>
     // exit, not either: even a defect while authenticating answers with rate-limit headers.
-    const authenticated = yield* Effect.exit(access.authenticate(request.headers.authorization))
-    let decision: RateLimitDecision
-    let response: Reply
-    if (authenticated._tag === "Failure") {
-      decision = yield* access.limitAnonymous(clientIp(request, trustedProxies))
-      facts.decision = decision
-      response = decision.allowed ? yield* causeToResponse(authenticated.cause) : rateLimited(decision)
-    } else {
-      facts.workspaceId = authenticated.value.workspace.id
-      facts.keyId = authenticated.value.apiKey.id
-      decision = yield* access.limitKey(authenticated.value)
-      facts.decision = decision
-      response = decision.allowed
-        ? yield* dispatch(v1Routes, request, authenticated.value, facts).pipe(
-            Effect.catchAllCause(causeToResponse)
+    Effect.flatMap(Effect.exit(access.authenticate(request.headers.authorization)), (authenticated) => {
+      if (authenticated._tag === "Failure")
+        return Effect.flatMap(access.limitAnonymous(clientIp(request, trustedProxies)), (decision) => {
+          facts.decision = decision
+          return withDecision(
+            decision.allowed ? causeToResponse(authenticated.cause) : Effect.succeed(rateLimited(decision)),
+            decision
           )
-        : rateLimited(decision)
-    }
-    return withRateLimitHeaders(response, decision, yield* Clock.currentTimeMillis)
-  })
+        })
+      const principal = authenticated.value
+      facts.workspaceId = principal.workspace.id
+      facts.keyId = principal.apiKey.id
+      return Effect.flatMap(access.limitKey(principal), (decision) => {
+        facts.decision = decision
+        return withDecision(
+          decision.allowed
+            ? dispatch(v1Routes, request, principal, facts).pipe(Effect.catchAllCause(causeToResponse))
+            : Effect.succeed(rateLimited(decision)),
+          decision
+        )
+      })
+    })
+  )
 
 /** /admin: the operator token (failed tries limited per client address), then route; 404 when the interface is off. */
 const admin = (

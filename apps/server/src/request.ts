@@ -43,3 +43,21 @@ export const toIncomingRequest = (message: IncomingMessage): IncomingRequest => 
     message
   }
 }
+
+/**
+ * The query's parameters, the last of a repeated name winning (as `Object.fromEntries(new
+ * URLSearchParams(search))`, which this is). Names and values with neither "%" nor "+"
+ * need no decoding and are taken as they are; any other query (or one starting with "?",
+ * which URLSearchParams drops) goes to URLSearchParams.
+ */
+export const queryParams = (search: string): Record<string, string> => {
+  if (search.includes("%") || search.includes("+") || search.startsWith("?"))
+    return Object.fromEntries(new URLSearchParams(search))
+  const entries: Array<[string, string]> = []
+  for (const pair of search.split("&")) {
+    if (pair === "") continue
+    const equals = pair.indexOf("=")
+    entries.push(equals < 0 ? [pair, ""] : [pair.slice(0, equals), pair.slice(equals + 1)])
+  }
+  return Object.fromEntries(entries)
+}

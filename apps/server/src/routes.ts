@@ -21,7 +21,7 @@ import { Context, Effect, Option, ParseResult, type Schema, SchemaAST } from "ef
 import { readJsonBody } from "./body.js"
 import { successEncoder } from "./encoding.js"
 import { oneIssuePerPath, unknownKeyIssue } from "./issue-messages.js"
-import type { IncomingRequest } from "./request.js"
+import { type IncomingRequest, queryParams } from "./request.js"
 import { errorBody, json, type Reply, withHeader } from "./responses.js"
 
 export interface Input<P, U, B> {
@@ -227,50 +227,81 @@ export const serve = <
   )
   const decodePayload = Option.map(payloadSchema, decoderOf)
 
-  const run = (matched: Matched) =>
-    Effect.gen(function* () {
-      const request = matched.request
-      const principal = matched.principal
-      if (principal !== null && Option.isSome(scope)) {
-        yield* (yield* Access).requireScope(principal, scope.value)
-      }
-      // Idempotency-Key applies to POST only; on other methods the header is ignored.
-      const key =
-        options.idempotent && principal !== null && request.method === "POST"
-          ? yield* idempotencyKey(request)
-          : undefined
-      const path = Option.isSome(decodePath) ? yield* decodePath.value(matched.params) : (matched.params as P)
-      const urlParams = Option.isSome(decodeUrlParams)
-        ? yield* decodeUrlParams.value(Object.fromEntries(new URLSearchParams(request.search)))
-        : ({} as U)
-      let raw: unknown
-      let payload = undefined as B
-      if (Option.isSome(decodePayload) && options.optionalBody === true && sendsNoBody(request)) {
-        payload = yield* decodePayload.value({})
-      } else if (Option.isSome(decodePayload)) {
-        raw = yield* readJsonBody(request)
-        yield* rejectUnknownKeys(raw, known)
-        payload = yield* decodePayload.value(raw)
-      }
-      const answered = handler({ path, urlParams, payload, principal: principal as Principal })
-      if (key === undefined || principal === null) return yield* Effect.flatMap(answered, replyOf)
-      const operation = Effect.flatMap(answered, encodeSuccess)
-      const idempotency = yield* Idempotency
-      const outcome = yield* (
-        options.callsOut === true ? idempotency.runOutsideTransaction : idempotency.run
-      )(
-        {
-          apiKeyId: principal.apiKey.id,
-          key,
-          fingerprint: idempotency.fingerprint(request.method, request.pathname, raw ?? null)
-        },
-        operation,
-        { onSuccess: (answer) => answer, onFailure: storedFailure }
+  /** The body, checked for unknown names and decoded; the raw JSON kept for the idempotency fingerprint. */
+  const bodyOf = Option.map(
+    decodePayload,
+    (decode) => (request: IncomingRequest) =>
+      options.optionalBody === true && sendsNoBody(request)
+        ? Effect.map(decode({}), (payload) => ({ raw: undefined as unknown, payload }))
+        : Effect.flatMap(readJsonBody(request), (raw) =>
+            Effect.zipRight(
+              rejectUnknownKeys(raw, known),
+              Effect.map(decode(raw), (payload) => ({ raw: raw as unknown, payload }))
+            )
+          )
+  )
+  const noBody = Effect.succeed({ raw: undefined as unknown, payload: undefined as B })
+
+  /** The operation with its key: its answer stored, or the stored one replayed. */
+  const idempotent = (
+    request: IncomingRequest,
+    principal: Principal,
+    key: string,
+    raw: unknown,
+    answered: Effect.Effect<A, EH, RH>
+  ) =>
+    Effect.flatMap(Idempotency, (idempotency) =>
+      Effect.map(
+        (options.callsOut === true ? idempotency.runOutsideTransaction : idempotency.run)(
+          {
+            apiKeyId: principal.apiKey.id,
+            key,
+            fingerprint: idempotency.fingerprint(request.method, request.pathname, raw ?? null)
+          },
+          Effect.flatMap(answered, encodeSuccess),
+          { onSuccess: (answer) => answer, onFailure: storedFailure }
+        ),
+        (outcome) =>
+          outcome._tag === "Fresh"
+            ? json(outcome.value.body, outcome.value.status)
+            : withHeader(json(outcome.response.body, outcome.response.status), "idempotent-replayed", "true")
       )
-      return outcome._tag === "Fresh"
-        ? json(outcome.value.body, outcome.value.status)
-        : withHeader(json(outcome.response.body, outcome.response.status), "idempotent-replayed", "true")
-    })
+    )
+
+  // Steps in a chain of flatMaps, each only where the endpoint has it (no generator per request):
+  // scope, Idempotency-Key, path, query, body, then the operation.
+  const run = (matched: Matched) => {
+    const request = matched.request
+    const principal = matched.principal
+    const withBody = (key: string | undefined, path: P, urlParams: U) =>
+      Effect.flatMap(Option.isSome(bodyOf) ? bodyOf.value(request) : noBody, ({ raw, payload }) => {
+        const answered = handler({ path, urlParams, payload, principal: principal as Principal })
+        return key === undefined || principal === null
+          ? Effect.flatMap(answered, replyOf)
+          : idempotent(request, principal, key, raw, answered)
+      })
+    const withQuery = (key: string | undefined, path: P) =>
+      Option.isNone(decodeUrlParams)
+        ? withBody(key, path, {} as U)
+        : Effect.flatMap(decodeUrlParams.value(queryParams(request.search)), (urlParams) =>
+            withBody(key, path, urlParams)
+          )
+    const withPath = (key: string | undefined) =>
+      Option.isNone(decodePath)
+        ? withQuery(key, matched.params as P)
+        : Effect.flatMap(decodePath.value(matched.params), (path) => withQuery(key, path))
+    // Idempotency-Key applies to POST only; on other methods the header is ignored.
+    const afterScope =
+      options.idempotent && principal !== null && request.method === "POST"
+        ? Effect.flatMap(idempotencyKey(request), withPath)
+        : Effect.suspend(() => withPath(undefined))
+    return principal !== null && Option.isSome(scope)
+      ? Effect.zipRight(
+          Effect.flatMap(Access, (access) => access.requireScope(principal, scope.value)),
+          afterScope
+        )
+      : afterScope
+  }
 
   return { method: endpoint.method, path: endpoint.path, pattern, names, run }
 }

@@ -1,16 +1,22 @@
 /**
- * Reads on the pg pool directly, as named prepared statements. `@effect/sql` costs about as
- * much CPU again as the driver for a page of fifty rows (measured: 510 against 250 us per
- * query); the hot list reads go through here on PostgreSQL. They run outside transactions
- * only (a transaction's statements must use its connection, which `@effect/sql` tracks):
- * the repositories call this for reads that never run inside a unit of work. PGlite has one
- * session, shared with any open transaction, so there these reads go through SqlClient.
+ * Statements on `pg` directly, as named prepared statements. `@effect/sql` costs about as
+ * much CPU again as the driver per statement (measured: 510 against 250 us for a page of
+ * fifty rows; docs/choices.md, "Statements on pg directly"): the hot reads and every
+ * statement of a create go through here on PostgreSQL.
+ *
+ * A unit of work on PostgreSQL is one client of the pool checked out for it
+ * (`directTransaction`): its statements, these and `@effect/sql`'s alike, run on that client,
+ * which it offers to `@effect/sql` as its transaction connection. Outside a unit of work
+ * these statements run on the pool. PGlite has one session, shared with any open
+ * transaction: there they go through SqlClient, as do statements inside a transaction
+ * `@effect/sql` opened itself.
  */
 import { createHash } from "node:crypto"
 import { SqlClient } from "@effect/sql"
+import type { Connection } from "@effect/sql/SqlConnection"
 import { SqlError } from "@effect/sql/SqlError"
-import { Context, Effect, Option } from "effect"
-import type { Pool } from "pg"
+import { Context, Effect, Exit, Option, Stream } from "effect"
+import type { Pool, PoolClient, QueryArrayConfig, QueryConfig, QueryResult } from "pg"
 import type { Row } from "./storage.js"
 
 export interface SqlText {
@@ -18,39 +24,194 @@ export interface SqlText {
   readonly values: ReadonlyArray<unknown>
 }
 
-export class PgReads extends Context.Tag("@intake/postgres/PgReads")<
-  PgReads,
-  { readonly rows: (statement: SqlText) => Effect.Effect<ReadonlyArray<Row>, SqlError> }
->() {}
+const texts = new WeakMap<TemplateStringsArray, string>()
 
-export const makePgReads = (pool: Pool): PgReads["Type"] => {
-  // One name per statement text: pg prepares it once per connection, then only binds.
-  const names = new Map<string, string>()
-  const nameOf = (text: string) => {
-    let name = names.get(text)
-    if (name === undefined) {
-      name = `intake_${createHash("sha256").update(text).digest("hex").slice(0, 24)}`
-      names.set(text, name)
-    }
-    return name
+/** A statement written as a template: each value becomes a parameter (`$1`, `$2`...), never text. */
+export const statement = (strings: TemplateStringsArray, ...values: ReadonlyArray<unknown>): SqlText => {
+  let text = texts.get(strings)
+  if (text === undefined) {
+    text = strings.reduce((joined, part, index) => `${joined}$${index}${part}`)
+    texts.set(strings, text)
   }
-  return {
-    rows: ({ text, values }) =>
-      Effect.tryPromise({
-        try: () => pool.query({ name: nameOf(text), text, values: values as Array<unknown> }),
-        catch: (cause) => new SqlError({ cause, message: "Failed to execute statement" })
-      }).pipe(Effect.map((result) => result.rows as ReadonlyArray<Row>))
+  return { text, values }
+}
+
+/** The pg pool of a PostgreSQL database, for statements sent to it directly. */
+export class PgReads extends Context.Tag("@intake/postgres/PgReads")<PgReads, { readonly pool: Pool }>() {}
+
+export const makePgReads = (pool: Pool): PgReads["Type"] => ({ pool })
+
+// One name per statement text: pg prepares it once per connection, then only binds.
+const names = new Map<string, string>()
+const nameOf = (text: string) => {
+  let name = names.get(text)
+  if (name === undefined) {
+    name = `intake_${createHash("sha256").update(text).digest("hex").slice(0, 24)}`
+    names.set(text, name)
+  }
+  return name
+}
+
+const failed = (cause: unknown, message = "Failed to execute statement") => new SqlError({ cause, message })
+
+/**
+ * PostgreSQL ends the statement a transaction's client still runs (best effort, as
+ * @effect/sql-pg does): its answer comes, and the ROLLBACK queued behind it runs.
+ */
+const cancelStatement = (pool: Pool, client: PoolClient) =>
+  Effect.async<void>((resume) => {
+    const processId = (client as unknown as { readonly processID?: number }).processID
+    if (processId === undefined || (pool as unknown as { readonly ending?: boolean }).ending === true)
+      return resume(Effect.void)
+    pool.query("SELECT pg_cancel_backend($1)", [processId], () => resume(Effect.void))
+  }).pipe(Effect.timeoutOption(5000), Effect.asVoid)
+
+const send = <R extends QueryResult>(
+  target: Pool | PoolClient,
+  config: QueryConfig | QueryArrayConfig,
+  onInterrupt?: Effect.Effect<void>
+) =>
+  Effect.async<R, SqlError>((resume) => {
+    target.query(config as QueryConfig, (error: Error | undefined, result: QueryResult) =>
+      resume(error ? Effect.fail(failed(error)) : Effect.succeed(result as R))
+    )
+    return onInterrupt
+  })
+
+/**
+ * A unit of work's client, as `@effect/sql` takes a transaction's connection (so its
+ * `sql` statements inside run on it), and for this module's prepared statements.
+ */
+class TransactionClient implements Connection {
+  /** An error the client reported between statements: the pool drops it when released. */
+  broken: Error | undefined
+  readonly cancel: Effect.Effect<void>
+  constructor(
+    readonly client: PoolClient,
+    pool: Pool
+  ) {
+    this.cancel = cancelStatement(pool, client)
+  }
+  rows(config: QueryConfig | QueryArrayConfig): Effect.Effect<ReadonlyArray<Row>, SqlError> {
+    return Effect.map(send(this.client, config, this.cancel), (result) => result.rows as ReadonlyArray<Row>)
+  }
+  execute(
+    text: string,
+    values: ReadonlyArray<unknown>,
+    transformRows: (<A extends object>(rows: ReadonlyArray<A>) => ReadonlyArray<A>) | undefined
+  ) {
+    const rows = this.rows({ text, values: values as Array<unknown> })
+    return transformRows === undefined ? rows : Effect.map(rows, (rows) => transformRows(rows as Array<Row>))
+  }
+  executeRaw(text: string, values: ReadonlyArray<unknown>) {
+    return send(this.client, { text, values: values as Array<unknown> }, this.cancel)
+  }
+  executeStream(
+    text: string,
+    values: ReadonlyArray<unknown>,
+    transformRows: (<A extends object>(rows: ReadonlyArray<A>) => ReadonlyArray<A>) | undefined
+  ) {
+    return Stream.flatMap(Stream.fromEffect(this.execute(text, values, transformRows)), Stream.fromIterable)
+  }
+  executeValues(text: string, values: ReadonlyArray<unknown>) {
+    return this.rows({
+      text,
+      values: values as Array<unknown>,
+      rowMode: "array"
+    }) as unknown as Effect.Effect<ReadonlyArray<ReadonlyArray<unknown>>, SqlError>
+  }
+  executeUnprepared(
+    text: string,
+    values: ReadonlyArray<unknown>,
+    transformRows: (<A extends object>(rows: ReadonlyArray<A>) => ReadonlyArray<A>) | undefined
+  ) {
+    return this.execute(text, values, transformRows)
   }
 }
 
+/** A client of the pool; given back at once when the fiber waiting for it was interrupted. */
+const checkout = (pool: Pool) =>
+  Effect.async<PoolClient, SqlError>((resume) => {
+    let abandoned = false
+    pool.connect((error, client, release) => {
+      if (error || client === undefined)
+        return resume(
+          Effect.fail(
+            failed(error ?? new Error("No client returned"), "Failed to acquire connection for transaction")
+          )
+        )
+      if (abandoned) return release()
+      resume(Effect.succeed(client))
+    })
+    return Effect.sync(() => {
+      abandoned = true
+    })
+  })
+
 /**
- * The rows of a read that runs outside transactions: on the pool as a prepared statement
- * when there is one (PostgreSQL), else through SqlClient (PGlite).
+ * `self` in a transaction on one client of the pool: BEGIN, then COMMIT when it succeeds,
+ * ROLLBACK otherwise (an interruption included). The client goes back to the pool, or is
+ * dropped when a COMMIT or ROLLBACK failed or it reported an error: a session in an
+ * unknown state never serves another statement. A COMMIT that failed fails with its SqlError.
  */
-export const readRows = Effect.gen(function* () {
+export const directTransaction = <A, E, R>(
+  pool: Pool,
+  self: Effect.Effect<A, E, R>
+): Effect.Effect<A, E | SqlError, R> =>
+  Effect.uninterruptibleMask((restore) =>
+    Effect.flatMap(restore(checkout(pool)), (client) => {
+      const connection = new TransactionClient(client, pool)
+      const onError = (error: Error) => {
+        connection.broken = error
+      }
+      client.on("error", onError)
+      const release = (error?: Error) =>
+        Effect.sync(() => {
+          client.off("error", onError)
+          client.release(error ?? connection.broken)
+        })
+      const command = (text: string) => connection.rows({ text })
+      const body = Effect.zipRight(
+        command("BEGIN"),
+        restore(Effect.provideService(self, SqlClient.TransactionConnection, [connection, 0] as const))
+      )
+      return Effect.flatMap(Effect.exit(body), (exit) =>
+        Exit.isSuccess(exit)
+          ? Effect.matchEffect(command("COMMIT"), {
+              onFailure: (error) => Effect.zipRight(release(error), Effect.fail(error)),
+              onSuccess: () => Effect.zipRight(release(), exit)
+            })
+          : Effect.zipRight(
+              Effect.matchEffect(command("ROLLBACK"), { onFailure: release, onSuccess: () => release() }),
+              exit
+            )
+      )
+    })
+  )
+
+/**
+ * A runner of statements given as text and values: on the current unit of work's client,
+ * else on the pool, as named prepared statements (PostgreSQL); through SqlClient on PGlite
+ * and inside a transaction `@effect/sql` opened itself.
+ */
+export const preparedStatements = Effect.gen(function* () {
   const reads = yield* Effect.serviceOption(PgReads)
   const sql = yield* SqlClient.SqlClient
-  return Option.isSome(reads)
-    ? reads.value.rows
-    : (statement: SqlText) => sql.unsafe<Row>(statement.text, statement.values as Array<unknown>)
+  const viaSqlClient = (statement: SqlText) =>
+    sql.unsafe<Row>(statement.text, statement.values as Array<unknown>)
+  if (Option.isNone(reads)) return viaSqlClient
+  const pool = reads.value.pool
+  return (statement: SqlText): Effect.Effect<ReadonlyArray<Row>, SqlError> =>
+    Effect.contextWithEffect((context: Context.Context<never>) => {
+      const transaction = Context.getOption(context, SqlClient.TransactionConnection)
+      const config = {
+        name: nameOf(statement.text),
+        text: statement.text,
+        values: statement.values as Array<unknown>
+      }
+      if (Option.isNone(transaction))
+        return Effect.map(send(pool, config), (result) => result.rows as ReadonlyArray<Row>)
+      const connection = transaction.value[0]
+      return connection instanceof TransactionClient ? connection.rows(config) : viaSqlClient(statement)
+    })
 })

@@ -12,6 +12,7 @@ import {
   PlanLimitExceeded,
   type Submission,
   type SubmissionListItem,
+  type SubmissionQuota,
   SubmissionRepository,
   UsageCounters
 } from "@intake/domain"
@@ -19,7 +20,7 @@ import { Effect, Layer, Option } from "effect"
 import { workspaceFromRow } from "./access.js"
 import { deliveryRow, eventFromRow } from "./deliveries.js"
 import { afterPosition, pageFrom } from "./paging.js"
-import { readRows, type SqlText } from "./reads.js"
+import { preparedStatements, type SqlText, statement } from "./reads.js"
 import { fromJson, type Row, stored, toDate, toMillis, toNumber } from "./storage.js"
 import { endpointFromRow } from "./webhooks.js"
 
@@ -94,9 +95,24 @@ const botFromRow = (row: Row): IntakeBot => ({
   updatedAt: toMillis(row.updated_at)
 })
 
+/** The bot joined to its workspace, with the workspace's endpoints as json (a create's first read). */
+const intakeTargetStatement = (id: string) =>
+  statement`SELECT b.*, row_to_json(w) AS workspace,
+      (SELECT coalesce(json_agg(e ORDER BY e.created_at, e.id), '[]'::json) FROM webhook_endpoints e
+        WHERE e.workspace_id = b.workspace_id) AS endpoints
+    FROM intake_bots b JOIN workspaces w ON w.id = b.workspace_id
+    WHERE b.id = ${id}`
+
+const intakeTargetInWorkspace = (id: string, workspaceId: string) =>
+  statement`SELECT b.*, row_to_json(w) AS workspace,
+      (SELECT coalesce(json_agg(e ORDER BY e.created_at, e.id), '[]'::json) FROM webhook_endpoints e
+        WHERE e.workspace_id = b.workspace_id) AS endpoints
+    FROM intake_bots b JOIN workspaces w ON w.id = b.workspace_id
+    WHERE b.id = ${id} AND b.workspace_id = ${workspaceId}`
+
 export const PgIntakeBotRepository = Layer.effect(
   IntakeBotRepository,
-  Effect.map(SqlClient.SqlClient, (sql) => {
+  Effect.zipWith(SqlClient.SqlClient, preparedStatements, (sql, rowsOf) => {
     const findOne = (rows: ReadonlyArray<Row>) => Option.map(Option.fromNullable(rows[0]), botFromRow)
     return IntakeBotRepository.of({
       insert: (bot) =>
@@ -120,11 +136,9 @@ export const PgIntakeBotRepository = Layer.effect(
       findIntakeTarget: (id, workspaceId) =>
         stored("intakeBots.findIntakeTarget")(
           Effect.map(
-            sql<Row>`SELECT b.*, row_to_json(w) AS workspace,
-                (SELECT coalesce(json_agg(e ORDER BY e.created_at, e.id), '[]'::json) FROM webhook_endpoints e
-                  WHERE e.workspace_id = b.workspace_id) AS endpoints
-              FROM intake_bots b JOIN workspaces w ON w.id = b.workspace_id
-              WHERE ${sql.and([sql`b.id = ${id}`, ...(workspaceId === null ? [] : [sql`b.workspace_id = ${workspaceId}`])])}`,
+            rowsOf(
+              workspaceId === null ? intakeTargetStatement(id) : intakeTargetInWorkspace(id, workspaceId)
+            ),
             (rows) =>
               Option.map(Option.fromNullable(rows[0]), (row) => {
                 const endpoints = fromJson<ReadonlyArray<Row>>(row.endpoints).map(endpointFromRow)
@@ -210,18 +224,6 @@ const messageFromRow = (row: Row): Message => ({
   createdAt: toMillis(row.created_at)
 })
 
-/**
- * The conditional upsert of a workspace's usage counter: one more submission for `period`,
- * unless `max` are counted (then no row comes back). The row lock it takes serializes
- * concurrent reservations until the transaction ends, and the WHERE sees the latest count.
- */
-const reserveSubmission = (sql: SqlClient.SqlClient, workspaceId: string, period: string, max: number) =>
-  sql`INSERT INTO submission_usage (workspace_id, period, used)
-    SELECT ${workspaceId}, ${period}, 1 WHERE ${max}::int > 0
-    ON CONFLICT (workspace_id, period) DO UPDATE SET used = submission_usage.used + 1
-      WHERE submission_usage.used < ${max}::int
-    RETURNING used`
-
 const usedSubmissions = (sql: SqlClient.SqlClient, workspaceId: string, period: string) =>
   Effect.map(
     sql<Row>`SELECT used FROM submission_usage WHERE workspace_id = ${workspaceId} AND period = ${period}`,
@@ -242,62 +244,95 @@ const quotaUsedUp = (sql: SqlClient.SqlClient, workspaceId: string, period: stri
   )
 
 /**
- * One statement inserting a submission and its messages (data-modifying CTEs), only when
- * `reserved` (a statement returning `used`) returns a row; answers `used` then, or no row.
- * Parameters are cast: in INSERT … SELECT, Postgres does not take their types from the columns.
+ * The conditional upsert of a workspace's usage counter: one more submission for `period`,
+ * unless `max` are counted (then no row comes back). The row lock it takes serializes
+ * concurrent reservations until the transaction ends, and the WHERE sees the latest count.
+ * Its values (workspace, period, max) are at `$first`, `$first + 1`, `$first + 2`.
  */
-const insertSubmission = (
-  sql: SqlClient.SqlClient,
-  s: Submission,
-  messages: ReadonlyArray<Message>,
-  reserved: ReturnType<typeof reserveSubmission> | null
-) => {
-  const messageRows = messages.map((m, position) => ({
-    id: m.id,
-    position,
-    role: m.role,
-    content: m.content,
-    created_at: toDate(m.createdAt).toISOString()
-  }))
-  return sql<Row>`WITH ${reserved === null ? sql`reserved AS (SELECT 0 AS used)` : sql`reserved AS (${reserved})`},
+const reservationText = (first: number) =>
+  `INSERT INTO submission_usage (workspace_id, period, used)
+    SELECT $${first}, $${first + 1}, 1 WHERE $${first + 2}::int > 0
+    ON CONFLICT (workspace_id, period) DO UPDATE SET used = submission_usage.used + 1
+      WHERE submission_usage.used < $${first + 2}::int
+    RETURNING used`
+
+/** The texts of insertSubmission: with or without a reservation, with or without messages. */
+const insertSubmissionText = (reserved: boolean, withMessages: boolean) =>
+  `WITH reserved AS (${reserved ? reservationText(12) : "SELECT 0 AS used"}),
     inserted AS (
       INSERT INTO submissions (id, workspace_id, intake_bot_id, data, status, ai_summary, is_test, file_count, schema_version, created_at, updated_at)
-      SELECT ${s.id}, ${s.workspaceId}, ${s.intakeBotId}, ${JSON.stringify(s.data)}::json, ${s.status}, ${s.aiSummary},
-             ${s.isTest}::boolean, ${s.fileCount}::int, ${s.schemaVersion}::int, ${toDate(s.createdAt)}::timestamptz,
-             ${toDate(s.updatedAt)}::timestamptz
+      SELECT $1, $2, $3, $4::json, $5, $6, $7::boolean, $8::int, $9::int, $10::timestamptz, $11::timestamptz
       FROM reserved
       RETURNING id
     )${
-      messageRows.length === 0
-        ? sql``
-        : sql`, inserted_messages AS (
+      withMessages
+        ? `, inserted_messages AS (
       INSERT INTO messages (id, submission_id, position, role, content, created_at)
       SELECT m.id, inserted.id, m.position, m.role, m.content, m.created_at
-      FROM inserted, json_to_recordset(${JSON.stringify(messageRows)}::json)
+      FROM inserted, json_to_recordset($${reserved ? 15 : 12}::json)
         AS m(id text, position int, role text, content text, created_at timestamptz)
     )`
+        : ""
     }
     SELECT used FROM reserved`
+
+const reservationStatement = reservationText(1)
+
+const insertSubmissionTexts = [false, true].map((reserved) =>
+  [false, true].map((withMessages) => insertSubmissionText(reserved, withMessages))
+)
+
+/**
+ * One statement inserting a submission and its messages (data-modifying CTEs), only when
+ * the usage counter's reservation (when `quota` is given) returns a row; answers `used`
+ * then, or no row. Parameters are cast: in INSERT … SELECT, Postgres does not take their
+ * types from the columns.
+ */
+const insertSubmission = (
+  s: Submission,
+  messages: ReadonlyArray<Message>,
+  quota: SubmissionQuota | null
+): SqlText => {
+  const values: Array<unknown> = [
+    s.id,
+    s.workspaceId,
+    s.intakeBotId,
+    JSON.stringify(s.data),
+    s.status,
+    s.aiSummary,
+    s.isTest,
+    s.fileCount,
+    s.schemaVersion,
+    toDate(s.createdAt),
+    toDate(s.updatedAt)
+  ]
+  if (quota !== null) values.push(s.workspaceId, quota.period, quota.max)
+  if (messages.length > 0)
+    values.push(
+      JSON.stringify(
+        messages.map((m, position) => ({
+          id: m.id,
+          position,
+          role: m.role,
+          content: m.content,
+          created_at: toDate(m.createdAt).toISOString()
+        }))
+      )
+    )
+  return { text: insertSubmissionTexts[quota === null ? 0 : 1]![messages.length === 0 ? 0 : 1]!, values }
 }
 
 export const PgSubmissionRepository = Layer.effect(
   SubmissionRepository,
-  Effect.zipWith(SqlClient.SqlClient, readRows, (sql, rowsOf) =>
+  Effect.zipWith(SqlClient.SqlClient, preparedStatements, (sql, rowsOf) =>
     SubmissionRepository.of({
       insert: (s, messages) =>
-        stored("submissions.insert")(Effect.asVoid(insertSubmission(sql, s, messages, null))),
+        stored("submissions.insert")(Effect.asVoid(rowsOf(insertSubmission(s, messages, null)))),
       // One statement: the usage counter's reservation, then the inserts when it got a row.
       insertWithinQuota: (s, messages, quota) =>
         stored("submissions.insertWithinQuota")(
-          Effect.flatMap(
-            insertSubmission(
-              sql,
-              s,
-              messages,
-              reserveSubmission(sql, s.workspaceId, quota.period, quota.max)
-            ),
-            (rows) =>
-              rows.length > 0 ? Effect.void : quotaUsedUp(sql, s.workspaceId, quota.period, quota.max)
+          Effect.flatMap(rowsOf(insertSubmission(s, messages, quota)), (rows) =>
+            rows.length > 0 ? Effect.void : quotaUsedUp(sql, s.workspaceId, quota.period, quota.max)
           )
         ),
       findById: (id) =>
@@ -345,14 +380,16 @@ export const PgSubmissionRepository = Layer.effect(
 
 export const PgUsageCounters = Layer.effect(
   UsageCounters,
-  Effect.map(SqlClient.SqlClient, (sql) =>
+  Effect.zipWith(SqlClient.SqlClient, preparedStatements, (sql, rowsOf) =>
     UsageCounters.of({
       reserveSubmission: (workspaceId, period, max) =>
         stored("usage.reserveSubmission")(
-          Effect.flatMap(reserveSubmission(sql, workspaceId, period, max), (rows) =>
-            rows[0] !== undefined
-              ? Effect.succeed(toNumber(rows[0].used))
-              : quotaUsedUp(sql, workspaceId, period, max)
+          Effect.flatMap(
+            rowsOf({ text: reservationStatement, values: [workspaceId, period, max] }),
+            (rows) =>
+              rows[0] !== undefined
+                ? Effect.succeed(toNumber(rows[0].used))
+                : quotaUsedUp(sql, workspaceId, period, max)
           )
         ),
       submissionsUsed: (workspaceId, period) =>
@@ -371,7 +408,7 @@ const contactFromRow = (row: Row): Contact => ({
 
 export const PgContactRepository = Layer.effect(
   ContactRepository,
-  Effect.map(SqlClient.SqlClient, (sql) =>
+  Effect.zipWith(SqlClient.SqlClient, preparedStatements, (sql, rowsOf) =>
     ContactRepository.of({
       // One statement, taking no lock on a known contact: the insert, or else the contact
       // as the statement's snapshot shows it. A contact committed by a concurrent insert
@@ -379,7 +416,7 @@ export const PgContactRepository = Layer.effect(
       findOrCreate: (c) =>
         stored("contacts.findOrCreate")(
           Effect.gen(function* () {
-            const [row] = yield* sql<Row>`WITH inserted AS (
+            const [row] = yield* rowsOf(statement`WITH inserted AS (
                 INSERT INTO contacts (id, workspace_id, email, name, created_at)
                 VALUES (${c.id}, ${c.workspaceId}, ${c.email}, ${c.name}, ${toDate(c.createdAt)})
                 ON CONFLICT (workspace_id, lower(email)) DO NOTHING
@@ -387,10 +424,10 @@ export const PgContactRepository = Layer.effect(
               )
               SELECT * FROM inserted
               UNION ALL
-              SELECT * FROM contacts WHERE workspace_id = ${c.workspaceId} AND lower(email) = lower(${c.email})`
+              SELECT * FROM contacts WHERE workspace_id = ${c.workspaceId} AND lower(email) = lower(${c.email})`)
             if (row !== undefined) return { contact: contactFromRow(row), created: row.id === c.id }
-            const [existing] = yield* sql<Row>`SELECT * FROM contacts
-              WHERE workspace_id = ${c.workspaceId} AND lower(email) = lower(${c.email})`
+            const [existing] = yield* rowsOf(statement`SELECT * FROM contacts
+              WHERE workspace_id = ${c.workspaceId} AND lower(email) = lower(${c.email})`)
             if (existing === undefined)
               return yield* Effect.dieMessage("contact vanished after a conflicting insert")
             return { contact: contactFromRow(existing), created: false }
@@ -407,13 +444,56 @@ export const PgContactRepository = Layer.effect(
   )
 )
 
+const EVENT_COLUMNS = [
+  "id",
+  "workspace_id",
+  "type",
+  "intake_bot_id",
+  "submission_id",
+  "contact_id",
+  "webhook_id",
+  "disabled_reason",
+  "created_at"
+] as const
+
+/** The INSERT of `count` events (a create appends one or two): one text, prepared once, per count. */
+const insertEventsText = (count: number) =>
+  `INSERT INTO domain_events (${EVENT_COLUMNS.join(", ")}) VALUES ${Array.from(
+    { length: count },
+    (_, event) =>
+      `(${EVENT_COLUMNS.map((_, column) => `$${event * EVENT_COLUMNS.length + column + 1}`).join(", ")})`
+  ).join(", ")}`
+
+const insertEventsTexts = [insertEventsText(1), insertEventsText(2)]
+
 export const PgEventOutbox = Layer.effect(
   EventOutbox,
-  Effect.map(SqlClient.SqlClient, (sql) =>
+  Effect.zipWith(SqlClient.SqlClient, preparedStatements, (sql, rowsOf) =>
     EventOutbox.of({
       // One statement: the events, and their attempts in a data-modifying CTE.
       append: (events, queued) => {
         if (events.length === 0) return Effect.void
+        const text = insertEventsTexts[events.length - 1]
+        // Without attempts (no endpoint listens), as a prepared statement.
+        if (text !== undefined && (queued === undefined || queued.deliveries.length === 0))
+          return stored("outbox.append")(
+            Effect.asVoid(
+              rowsOf({
+                text,
+                values: events.flatMap((e) => [
+                  e.id,
+                  e.workspaceId,
+                  e.type,
+                  e.intakeBotId,
+                  e.submissionId,
+                  e.contactId,
+                  e.webhookId ?? null,
+                  e.disabledReason ?? null,
+                  toDate(e.createdAt)
+                ])
+              })
+            )
+          )
         const insertEvents = sql`INSERT INTO domain_events ${sql.insert(
           events.map((e) => ({
             id: e.id,

@@ -12,6 +12,7 @@ import {
 } from "@intake/domain"
 import { Effect, Layer, Option } from "effect"
 import { afterPosition, pageFrom } from "./paging.js"
+import { preparedStatements, statement } from "./reads.js"
 import {
   fromJson,
   purgedInBatches,
@@ -142,16 +143,16 @@ export const PgWebhookRepository = Layer.effect(
  */
 export const PgIdempotencyStore = Layer.effect(
   IdempotencyStore,
-  Effect.map(SqlClient.SqlClient, (sql) => {
+  Effect.zipWith(SqlClient.SqlClient, preparedStatements, (sql, rowsOf) => {
     // The advisory lock and the record in one statement (its snapshot predates the lock:
     // `complete` catches a record stored in between).
     const claimIn = (scope: IdempotencyScope, fingerprint: string, now: number) =>
       Effect.gen(function* () {
-        const [record] = yield* sql<Row>`SELECT pg_try_advisory_xact_lock(
+        const [record] = yield* rowsOf(statement`SELECT pg_try_advisory_xact_lock(
             hashtextextended(${`intake:idempotency:${scope.apiKeyId}|${scope.key}`}, 0)) AS locked,
             r.fingerprint, r.response
           FROM (VALUES (1)) AS one LEFT JOIN idempotency_records r
-            ON r.api_key_id = ${scope.apiKeyId} AND r.key = ${scope.key} AND r.expires_at > ${toDate(now)}`
+            ON r.api_key_id = ${scope.apiKeyId} AND r.key = ${scope.key} AND r.expires_at > ${toDate(now)}`)
         if (record?.locked !== true) return yield* inFlight()
         if (record.fingerprint === null) return { _tag: "Fresh" } as const
         const response = fromJson<StoredResponse | null>(record.response)
@@ -187,7 +188,7 @@ export const PgIdempotencyStore = Layer.effect(
       complete: (scope, fingerprint, response, createdAt, expiresAt) =>
         stored("idempotency.complete")(
           Effect.map(
-            sql<Row>`INSERT INTO idempotency_records (api_key_id, key, fingerprint, response, created_at, expires_at)
+            rowsOf(statement`INSERT INTO idempotency_records (api_key_id, key, fingerprint, response, created_at, expires_at)
               VALUES (${scope.apiKeyId}, ${scope.key}, ${fingerprint}, ${JSON.stringify(response)}::json,
                       ${toDate(createdAt)}, ${toDate(expiresAt)})
               ON CONFLICT (api_key_id, key) DO UPDATE SET fingerprint = EXCLUDED.fingerprint, response = EXCLUDED.response,
@@ -195,7 +196,7 @@ export const PgIdempotencyStore = Layer.effect(
                 WHERE idempotency_records.expires_at <= EXCLUDED.created_at
                   OR (idempotency_records.response::text = 'null'
                       AND idempotency_records.fingerprint = EXCLUDED.fingerprint)
-              RETURNING 1 AS stored`,
+              RETURNING 1 AS stored`),
             (rows) => rows.length > 0
           )
         ),

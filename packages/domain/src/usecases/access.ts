@@ -160,26 +160,33 @@ export const makeAccessLayer = (overrides: Partial<AccessSettings> = {}) =>
           .pipe(Effect.catchAllCause((cause) => Effect.logWarning("could not record last_used_at", cause)))
       }
 
+      // A chain of flatMaps, not a generator: this runs on every request.
+      type Refusal = AuthenticationRequired | WorkspaceArchived | FeatureNotAvailable
       const authenticate = (authorization: string | undefined) =>
-        Effect.gen(function* () {
+        Effect.suspend(() => {
           const parsed = ApiKeyFormat.parseBearer(authorization)
-          if (Either.isLeft(parsed)) return yield* unauthenticated(parsed.left)
-          const now = yield* Clock.currentTimeMillis
-          const entry = yield* lookup(crypto.sha256Hex(parsed.right), now)
-          const { apiKey, workspace } = entry
-          if (apiKey.revokedAt !== null) return yield* unauthenticated("revoked")
-          if (apiKey.expiresAt !== null && now >= apiKey.expiresAt) return yield* unauthenticated("expired")
-          if (workspace.status === "archived") {
-            return yield* new WorkspaceArchived({ message: "This workspace is archived." })
-          }
-          if (!hasApiAccess(workspace.plan)) {
-            return yield* new FeatureNotAvailable({
-              message: "API access is not included in this workspace's plan.",
-              feature: "api_access"
-            })
-          }
-          yield* recordUse(entry, now)
-          return { apiKey, workspace } satisfies Principal
+          if (Either.isLeft(parsed)) return Effect.fail(unauthenticated(parsed.left))
+          return Effect.flatMap(Clock.currentTimeMillis, (now) =>
+            Effect.flatMap(
+              lookup(crypto.sha256Hex(parsed.right), now),
+              (entry): Effect.Effect<Principal, Refusal> => {
+                const { apiKey, workspace } = entry
+                if (apiKey.revokedAt !== null) return Effect.fail(unauthenticated("revoked"))
+                if (apiKey.expiresAt !== null && now >= apiKey.expiresAt)
+                  return Effect.fail(unauthenticated("expired"))
+                if (workspace.status === "archived")
+                  return Effect.fail(new WorkspaceArchived({ message: "This workspace is archived." }))
+                if (!hasApiAccess(workspace.plan))
+                  return Effect.fail(
+                    new FeatureNotAvailable({
+                      message: "API access is not included in this workspace's plan.",
+                      feature: "api_access"
+                    })
+                  )
+                return Effect.as(recordUse(entry, now), { apiKey, workspace } satisfies Principal)
+              }
+            )
+          )
         })
 
       // ------------------------------------------------------------ rate limits
@@ -206,9 +213,8 @@ export const makeAccessLayer = (overrides: Partial<AccessSettings> = {}) =>
        * costs the probe its 3 s bound, not every request that arrives meanwhile.
        */
       const guarded = (ask: Effect.Effect<RateLimitDecision, unknown>, limit: number) =>
-        Effect.gen(function* () {
-          const now = yield* Clock.currentTimeMillis
-          if (now < openUntil || (limiterDown && probing)) return openDecision(limit, now)
+        Effect.flatMap(Clock.currentTimeMillis, (now) => {
+          if (now < openUntil || (limiterDown && probing)) return Effect.succeed(openDecision(limit, now))
           const probe = limiterDown
           if (probe) probing = true
           // The limiter bounds its own wait (the port's contract, settings.limiterTimeoutMs):
@@ -240,8 +246,8 @@ export const makeAccessLayer = (overrides: Partial<AccessSettings> = {}) =>
             )
           )
           // Only a probe has something to undo: the common path pays no finalizer.
-          if (!probe) return yield* asked
-          return yield* Effect.ensuring(
+          if (!probe) return asked
+          return Effect.ensuring(
             asked,
             Effect.sync(() => {
               probing = false

@@ -281,15 +281,17 @@ export const SubmissionsLive = Layer.effect(
 
     return Submissions.of({
       list: (workspaceId, intakeBotId, query) =>
-        Effect.gen(function* () {
-          const bot = yield* cachedBotInWorkspace(workspaceId, intakeBotId)
+        Effect.flatMap(cachedBotInWorkspace(workspaceId, intakeBotId), (bot) => {
           const list = `submissions:${bot.id}`
-          const page = yield* pageRequest(crypto, list, query)
-          const found = yield* submissions.list(workspaceId, bot.id, page, {
-            createdAfter: query.createdAfter,
-            createdBefore: query.createdBefore
-          })
-          return { submissions: listed(crypto, list, found), schema: bot.schema }
+          return Effect.flatMap(pageRequest(crypto, list, query), (page) =>
+            Effect.map(
+              submissions.list(workspaceId, bot.id, page, {
+                createdAfter: query.createdAfter,
+                createdBefore: query.createdBefore
+              }),
+              (found) => ({ submissions: listed(crypto, list, found), schema: bot.schema })
+            )
+          )
         }),
 
       get: (workspaceId, intakeBotId, id) =>
