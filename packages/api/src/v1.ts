@@ -80,7 +80,7 @@ export const UpdateWebhookBody = Schema.Struct({
   rate_limit: Schema.optionalWith(RateLimitInput, { exact: true })
 }).annotations({ identifier: "UpdateWebhookBody" })
 
-/** Decoded as a number so the domain words every bad value alike (docs/choices.md, "Secret rotation"). */
+/** Decoded as a number so the domain words every bad value alike (docs/webhooks.md, "Secret rotation"). */
 export const RotateWebhookSecretBody = Schema.Struct({
   grace_period_seconds: Schema.optionalWith(
     Schema.Number.annotations({

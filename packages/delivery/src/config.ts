@@ -108,7 +108,7 @@ export const deliveryEngine = (options: DeliveryEngineOptions) =>
     Layer.provide(DeliverySettings.layer(options.settings ?? {}))
   )
 
-/** The retention purge (docs/choices.md, "Data kept") with these settings; needs DeliveryRepository. */
+/** The retention purge (docs/webhooks.md, "Data kept") with these settings; needs DeliveryRepository. */
 export const historyPurgeLayer = (settings: Partial<DeliverySettingsValues>) =>
   DeliveryHistoryPurgeLive().pipe(Layer.provide(DeliverySettings.layer(settings)))
 

@@ -175,7 +175,7 @@ export type WebhookDisabledReason = typeof WebhookDisabledReason.Type
  * An event in the outbox. It names its sources rather than carrying a payload, so that
  * a delivery (and a redelivery) rebuilds the payload from them, and knows when they are gone.
  * A `webhook.disabled` event's source is the endpoint (`webhookId`, with `disabledReason`);
- * its intakeBotId and submissionId are empty (docs/choices.md, "Webhook notifications").
+ * its intakeBotId and submissionId are empty (docs/webhooks.md, "Webhook notifications").
  */
 export const DomainEvent = Schema.Struct({
   id: Schema.String,
@@ -205,7 +205,7 @@ export const WebhookEndpoint = Schema.Struct({
   secret: Schema.String,
   /**
    * The secret before the last rotation, still signing deliveries (beside `secret`) until
-   * `previousSecretExpiresAt`; null when there is none (docs/choices.md, "Secret rotation").
+   * `previousSecretExpiresAt`; null when there is none (docs/webhooks.md, "Secret rotation").
    */
   previousSecret: Schema.NullOr(Schema.String),
   previousSecretExpiresAt: Schema.NullOr(EpochMillis),

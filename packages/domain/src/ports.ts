@@ -583,7 +583,7 @@ export class DeliveryRepository extends Context.Tag("@intake/DeliveryRepository"
       isolation?: IsolationPolicy
     ) => Stored<Option.Option<OutcomeRecorded>>
     /**
-     * Retention (docs/choices.md, "Data kept"): deletes the finished attempts created before
+     * Retention (docs/webhooks.md, "Data kept"): deletes the finished attempts created before
      * `before`, and the events created before it that have no pending attempt, at most
      * `batchSize` rows per statement, until none is left. A pending attempt is never deleted.
      */

@@ -1,5 +1,5 @@
 /**
- * The retention purge (docs/choices.md, "Data kept") on PGlite and on PostgreSQL: a backlog
+ * The retention purge (docs/webhooks.md, "Data kept") on PGlite and on PostgreSQL: a backlog
  * of two and a half batches of attempts and events is purged whole, each batch its own
  * statement within the pool's query timeout; what is younger than WEBHOOK_RETENTION, a
  * pending attempt and its event stay.

@@ -108,7 +108,7 @@ export const testPayload = (eventId: string, webhookId: string, at: number): Tes
 })
 
 /**
- * The webhook.disabled event (docs/choices.md, "Webhook notifications"): `reason` and
+ * The webhook.disabled event (docs/webhooks.md, "Webhook notifications"): `reason` and
  * `disabled_at` are the event's; the endpoint is shown as it is when the payload is built.
  */
 export const webhookDisabledPayload = (

@@ -25,7 +25,7 @@ const SECRET_PATTERN = /^whsec_[A-Za-z0-9+/]{43}=$/
 /** True for a secret as this service issues them (32 bytes). */
 export const isWebhookSecret = (text: string): boolean => SECRET_PATTERN.test(text)
 
-// ---------------------------------------------------------------- rotation (docs/choices.md, "Secret rotation")
+// ---------------------------------------------------------------- rotation (docs/webhooks.md, "Secret rotation")
 
 /** How long the previous secret keeps signing after a rotation, unless the request says. */
 export const DEFAULT_GRACE_PERIOD_SECONDS = 24 * 60 * 60

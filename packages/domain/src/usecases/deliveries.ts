@@ -242,7 +242,7 @@ export const DeliveriesLive = Layer.effect(
       Effect.gen(function* () {
         const startedAt = yield* Clock.currentTimeMillis
         const body = JSON.stringify(payload)
-        // During a rotation's grace period the previous secret signs too (docs/choices.md, "Secret rotation").
+        // During a rotation's grace period the previous secret signs too (docs/webhooks.md, "Secret rotation").
         const [secret, ...previous] = signingSecrets(endpoint, startedAt)
         const headers = {
           "content-type": "application/json",

@@ -28,7 +28,7 @@ export interface DeliverySettingsValues {
    * WEBHOOK_CIRCUIT_COOLDOWN, WEBHOOK_CIRCUIT_COOLDOWN_MAX): docs/webhooks.md, "Isolation".
    */
   readonly isolation: IsolationPolicy
-  /** Finished attempts and events older than this are purged (docs/choices.md, "Data kept"). */
+  /** Finished attempts and events older than this are purged (docs/webhooks.md, "Data kept"). */
   readonly retentionMs: number
 }
 

@@ -1,5 +1,5 @@
 /**
- * Retention (docs/choices.md, "Data kept"): finished delivery attempts and outbox events
+ * Retention (docs/webhooks.md, "Data kept"): finished delivery attempts and outbox events
  * older than WEBHOOK_RETENTION are purged by a periodic job, in batches, as expired
  * idempotency records are. A pending attempt, and an event with one, stay until delivered
  * or given up. A failed round is logged and tried again at the next: the job never stops

@@ -277,7 +277,7 @@ export class Webhooks extends Context.Tag("@intake/Webhooks")<
     readonly remove: (workspaceId: string, id: string) => Effect.Effect<void, Fails<ResourceNotFound>>
     /**
      * Gives the endpoint a new secret and answers it with that secret (shown this once); the
-     * old one keeps signing beside it for the grace period (docs/choices.md, "Secret rotation").
+     * old one keeps signing beside it for the grace period (docs/webhooks.md, "Secret rotation").
      */
     readonly rotateSecret: (
       workspaceId: string,

@@ -1,5 +1,5 @@
 /**
- * webhook.disabled (docs/choices.md, "Webhook notifications"): when the service disables an
+ * webhook.disabled (docs/webhooks.md, "Webhook notifications"): when the service disables an
  * endpoint (a 410 Gone, or failures for WEBHOOK_DISABLE_AFTER), the workspace's other active
  * endpoints subscribed to webhook.disabled get the event, queued in the unit of work that
  * disables it, and one log line says which endpoint and why.

@@ -1,5 +1,5 @@
 /**
- * Retention (docs/choices.md, "Data kept"): the periodic purge deletes finished attempts and
+ * Retention (docs/webhooks.md, "Data kept"): the periodic purge deletes finished attempts and
  * events older than WEBHOOK_RETENTION (30 days by default), never an attempt still queued nor
  * the event it delivers, which is then sent as usual.
  */

@@ -1,5 +1,5 @@
 /**
- * Secret rotation with overlap (docs/choices.md, "Secret rotation"): during the grace period
+ * Secret rotation with overlap (docs/webhooks.md, "Secret rotation"): during the grace period
  * every delivery (event, retry, test, redeliver) is signed with the new and the old secret,
  * so receivers verifying with either accept it; after it, only the new secret signs.
  */
