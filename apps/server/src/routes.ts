@@ -6,7 +6,7 @@
  * its answer: the contract stays the single source of both.
  */
 import type { HttpApiEndpoint, HttpMethod } from "@effect/platform"
-import { HttpApiSchema } from "@effect/platform"
+import * as HttpApiSchema from "@effect/platform/HttpApiSchema"
 import { type ApiOfGroups, type EndpointOf, endpointsOf, IDEMPOTENCY_KEY, RequiredScope } from "@intake/api"
 import {
   Access,

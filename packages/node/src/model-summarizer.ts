@@ -11,8 +11,6 @@ import { NodeHttpClient } from "@effect/platform-node"
 import { ModelSummary, Summarizer, type SummaryInput, SummaryUnavailable } from "@intake/domain"
 import { Effect, Layer, Option, type Redacted } from "effect"
 
-export const OPENAI_API_URL = "https://api.openai.com/v1"
-
 export interface ModelSummarizerOptions {
   /** The API base; `/responses` is appended. */
   readonly url: string
