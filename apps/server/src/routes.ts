@@ -6,8 +6,8 @@
  * its answer: the contract stays the single source of both.
  */
 import type * as HttpApiEndpoint from "@effect/platform/HttpApiEndpoint"
-import type * as HttpMethod from "@effect/platform/HttpMethod"
 import * as HttpApiSchema from "@effect/platform/HttpApiSchema"
+import type * as HttpMethod from "@effect/platform/HttpMethod"
 import { type ApiOfGroups, type EndpointOf, endpointsOf, IDEMPOTENCY_KEY, RequiredScope } from "@intake/api"
 import {
   Access,
