@@ -21,6 +21,22 @@ const npm = (names) => `(^|/)node_modules/(${names})/`
 module.exports = {
   forbidden: [
     {
+      name: "effect-platform-by-module",
+      comment:
+        "@effect/platform and @effect/platform-node are imported module by module (@effect/platform/HttpApi): their index loads every module, the Scalar and Swagger browser bundles included (docs/choices.md, Performance at the edge).",
+      severity: "error",
+      from: { pathNot: TEST_ONLY },
+      to: { path: "(^|/)node_modules/@effect/platform(-node)?/dist/[^/]+/index\\.(js|d\\.ts)$" }
+    },
+    {
+      name: "model-summarizer-loaded-when-configured",
+      comment:
+        "The model summarizer (and the AI packages it brings) is imported dynamically, only when INTAKE_SUMMARIZER=openai asks for it.",
+      severity: "error",
+      from: { pathNot: [TEST_ONLY, "^packages/node/src/model-summarizer\\.ts$"] },
+      to: { path: "^packages/node/src/model-summarizer\\.ts$", dynamic: false }
+    },
+    {
       name: "domain-imports-only-effect",
       comment:
         "packages/domain holds the rules and the ports: it imports effect and its own files, nothing else.",
@@ -97,7 +113,8 @@ module.exports = {
   ],
   options: {
     doNotFollow: { path: "node_modules" },
-    exclude: { path: "(^|/)(dist|\\.data)/" },
+    // Our own build output and data folders; an npm package's dist stays visible, so rules can name its modules.
+    exclude: { path: ["^(packages|apps)/[^/]+/(dist|\\.data)/", "^(dist|\\.data)/"] },
     tsPreCompilationDeps: true,
     tsConfig: { fileName: "tsconfig.json" },
     enhancedResolveOptions: {

@@ -5,7 +5,7 @@
  * or wherever INTAKE_DEMO=true asks for it (never by default on PostgreSQL).
  */
 import * as Path from "node:path"
-import { NodeRuntime } from "@effect/platform-node"
+import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import { loggingLayer } from "@intake/node"
 import { Console, Duration, Effect, Layer, Option } from "effect"
 import { describeConfigError, serverConfig, wantsDemo } from "./config.js"

@@ -5,8 +5,9 @@
  * (`routesOf`), and each endpoint's own schemas decode its path, query and body and encode
  * its answer: the contract stays the single source of both.
  */
-import type { HttpApiEndpoint, HttpMethod } from "@effect/platform"
-import { HttpApiSchema } from "@effect/platform"
+import type * as HttpApiEndpoint from "@effect/platform/HttpApiEndpoint"
+import * as HttpApiSchema from "@effect/platform/HttpApiSchema"
+import type * as HttpMethod from "@effect/platform/HttpMethod"
 import { type ApiOfGroups, type EndpointOf, endpointsOf, IDEMPOTENCY_KEY, RequiredScope } from "@intake/api"
 import {
   Access,

@@ -7,7 +7,7 @@
  * away and coming back (DatabaseState). With INTAKE_SUMMARIZER=openai it also runs the
  * summary jobs (docs/choices.md, "Summaries").
  */
-import { NodeRuntime } from "@effect/platform-node"
+import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import {
   deliveryConfig,
   deliveryEngine,

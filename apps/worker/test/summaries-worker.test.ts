@@ -6,7 +6,7 @@
 import * as PgClient from "@effect/sql-pg/PgClient"
 import { expect, it } from "@effect/vitest"
 import { Submissions, UseCasesLive, WebhookSettings } from "@intake/domain"
-import { ModelSummarizer } from "@intake/node"
+import { ModelSummarizer } from "@intake/node/model-summarizer"
 import { freshDatabaseUrl, instancePortsOn } from "@intake/postgres/testing"
 import { modelServer } from "@intake/testing"
 import { Effect, Layer, Option, Redacted } from "effect"

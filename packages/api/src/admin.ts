@@ -2,14 +2,12 @@
  * The operator interface (docs/rules.md, Operator API): not part of the public API, enabled
  * only when the server has INTAKE_ADMIN_TOKEN, answering in the same envelope.
  */
-import {
-  HttpApi,
-  HttpApiEndpoint,
-  HttpApiGroup,
-  HttpApiMiddleware,
-  HttpApiSecurity,
-  OpenApi
-} from "@effect/platform"
+import * as HttpApi from "@effect/platform/HttpApi"
+import * as HttpApiEndpoint from "@effect/platform/HttpApiEndpoint"
+import * as HttpApiGroup from "@effect/platform/HttpApiGroup"
+import * as HttpApiMiddleware from "@effect/platform/HttpApiMiddleware"
+import * as HttpApiSecurity from "@effect/platform/HttpApiSecurity"
+import * as OpenApi from "@effect/platform/OpenApi"
 import { MessageRole, WorkspaceStatus } from "@intake/domain"
 import { Schema } from "effect"
 import { endpointsOf } from "./endpoints.js"

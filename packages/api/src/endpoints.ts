@@ -2,7 +2,8 @@
  * Reading an HttpApi's endpoints back: the server builds its route table from them and the
  * OpenAPI rewrite walks them, so an endpoint is declared once, in its group.
  */
-import type { HttpApi, HttpApiGroup } from "@effect/platform"
+import type * as HttpApi from "@effect/platform/HttpApi"
+import type * as HttpApiGroup from "@effect/platform/HttpApiGroup"
 
 /** The endpoints of `Api`, as a union. */
 export type EndpointOf<Api> =

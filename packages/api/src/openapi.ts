@@ -6,7 +6,8 @@
  * its own HttpApiDecodeError 400, which this server never answers), so the document is
  * rewritten here, from the same endpoint definitions the server routes with.
  */
-import { OpenApi, OpenApiJsonSchema } from "@effect/platform"
+import * as OpenApi from "@effect/platform/OpenApi"
+import * as OpenApiJsonSchema from "@effect/platform/OpenApiJsonSchema"
 import { type ErrorCode, errorCatalog } from "@intake/domain"
 import { Context, Option, type Schema, SchemaAST } from "effect"
 import { WebhookEvent, webhookEvents } from "./events.js"

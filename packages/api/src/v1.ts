@@ -3,14 +3,12 @@
  * server serves `IntakeApi`; a client derives from it with `HttpApiClient.make(IntakeApi)`.
  * The three delivery endpoints are in a group of their own (`DeliveriesGroup`).
  */
-import {
-  HttpApi,
-  HttpApiEndpoint,
-  HttpApiGroup,
-  HttpApiMiddleware,
-  HttpApiSecurity,
-  OpenApi
-} from "@effect/platform"
+import * as HttpApi from "@effect/platform/HttpApi"
+import * as HttpApiEndpoint from "@effect/platform/HttpApiEndpoint"
+import * as HttpApiGroup from "@effect/platform/HttpApiGroup"
+import * as HttpApiMiddleware from "@effect/platform/HttpApiMiddleware"
+import * as HttpApiSecurity from "@effect/platform/HttpApiSecurity"
+import * as OpenApi from "@effect/platform/OpenApi"
 import { Schema } from "effect"
 import { endpointsOf } from "./endpoints.js"
 import {

@@ -4,7 +4,7 @@
  * records are mapped onto them in mappers.ts. Value sets (scopes, statuses, field types)
  * are the domain's own literals, never restated here.
  */
-import { HttpApiSchema } from "@effect/platform"
+import * as HttpApiSchema from "@effect/platform/HttpApiSchema"
 import {
   BotStatus,
   Count,

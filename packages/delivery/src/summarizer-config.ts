@@ -5,9 +5,11 @@
  */
 import { randomUUID } from "node:crypto"
 import { RetrySchedule, SummaryJobsLive, SummarySettings } from "@intake/domain"
-import { ModelSummarizer, OPENAI_API_URL } from "@intake/node"
 import { Config, ConfigError, Effect, Either, Layer, Option, Redacted } from "effect"
 import { runSummaryJobs } from "./summary-runner.js"
+
+/** The default INTAKE_SUMMARIZER_URL: OpenAI's Responses API base. */
+export const OPENAI_API_URL = "https://api.openai.com/v1"
 
 export interface SummarizerConfig {
   /** INTAKE_SUMMARIZER: `built-in` (default) or `openai`. */
@@ -100,7 +102,14 @@ export const summarizerConfig: Config.Config<SummarizerConfig> = Config.all({
 export const summarizerLayers = (config: SummarizerConfig) => {
   const settings = SummarySettings.layer({ deliveryWaitMs: config.waitMs, timeoutMs: config.timeoutMs })
   if (config.kind === "built-in" || Option.isNone(config.model)) return { settings, model: Option.none() }
-  const summarizer = ModelSummarizer({ url: config.url, model: config.model.value, apiKey: config.apiKey })
+  const model = config.model.value
+  // Loaded only here: a process on the built-in summarizer never holds the AI packages.
+  const summarizer = Layer.unwrapEffect(
+    Effect.map(
+      Effect.promise(() => import("@intake/node/model-summarizer")),
+      ({ ModelSummarizer }) => ModelSummarizer({ url: config.url, model, apiKey: config.apiKey })
+    )
+  )
   const runner = Layer.scopedDiscard(
     Effect.forkScoped(
       runSummaryJobs({

@@ -1,4 +1,3 @@
 export * from "./logging.js"
-export * from "./model-summarizer.js"
 export * from "./platform.js"
 export * from "./receiver-client.js"

@@ -7,11 +7,9 @@
  */
 import { type AiError, LanguageModel, Prompt } from "@effect/ai"
 import { OpenAiClient, OpenAiLanguageModel } from "@effect/ai-openai"
-import { NodeHttpClient } from "@effect/platform-node"
+import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
 import { ModelSummary, Summarizer, type SummaryInput, SummaryUnavailable } from "@intake/domain"
 import { Effect, Layer, Option, type Redacted } from "effect"
-
-export const OPENAI_API_URL = "https://api.openai.com/v1"
 
 export interface ModelSummarizerOptions {
   /** The API base; `/responses` is appended. */
