@@ -39,9 +39,9 @@ module.exports = {
     {
       name: "domain-imports-only-effect",
       comment:
-        "packages/domain holds the rules and the ports: it imports effect and its own files, nothing else.",
+        "packages/domain holds the rules and the ports: it imports effect and its own files, nothing else, and holds no tests (its rule tests run on the memory adapters, in packages/memory/test/domain).",
       severity: "error",
-      from: { path: "^packages/domain/src/" },
+      from: { path: "^packages/domain/" },
       to: { pathNot: [`^packages/domain/src/`, npm("effect")] }
     },
     {

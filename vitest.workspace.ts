@@ -1,8 +1,9 @@
 // The test projects, one per package or app that has tests. vitest.config.ts feeds this
-// list to `test.projects`. packages/testing has none: it holds the contract suites and
-// fixtures the others' tests import.
+// list to `test.projects`. packages/domain has none (it imports effect only, tests
+// included): its rule tests run on the memory adapters, in packages/memory/test/domain.
+// packages/testing has none either: it holds the contract suites and fixtures the others'
+// tests import.
 export default [
-  "packages/domain",
   "packages/memory",
   "packages/node",
   "packages/postgres",
