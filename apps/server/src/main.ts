@@ -4,6 +4,8 @@
  * is empty, creates the demo workspace and prints its key once: on the embedded database,
  * or wherever INTAKE_DEMO=true asks for it (never by default on PostgreSQL).
  */
+// First, before anything allocates: see its comment.
+import "@intake/node/gc-tuning"
 import * as Path from "node:path"
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import { loggingLayer } from "@intake/node"

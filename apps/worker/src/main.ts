@@ -7,6 +7,8 @@
  * away and coming back (DatabaseState). With INTAKE_SUMMARIZER=openai it also runs the
  * summary jobs (docs/choices.md, "Summaries").
  */
+// First, before anything allocates: see its comment.
+import "@intake/node/gc-tuning"
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import {
   deliveryConfig,
