@@ -58,6 +58,12 @@ export class Ids extends Context.Tag("@intake/Ids")<
   Ids,
   {
     readonly next: (prefix: IdPrefix) => Effect.Effect<string>
+    /**
+     * An id for a time the caller has read from the Clock already: the ids of one
+     * operation (a create's submission, events and attempts) from one read, without a step
+     * of the fiber per id.
+     */
+    readonly at: (prefix: IdPrefix, millis: number) => string
   }
 >() {}
 

@@ -4,7 +4,7 @@
  */
 import { createHash, createHmac, randomFillSync, timingSafeEqual } from "node:crypto"
 import { lookup } from "node:dns/promises"
-import { AddressResolver, Crypto, Ids, StorageUnavailable } from "@intake/domain"
+import { AddressResolver, Crypto, type IdPrefix, Ids, StorageUnavailable } from "@intake/domain"
 import { Clock, Effect, Layer } from "effect"
 
 /**
@@ -54,14 +54,15 @@ export const IdsLive = Layer.effect(
   Ids,
   Effect.gen(function* () {
     const crypto = yield* Crypto
+    const at = (prefix: IdPrefix, millis: number) => {
+      const random = crypto.randomBytes(16)
+      let tail = ""
+      for (const byte of random) tail += CROCKFORD[byte & 31]
+      return `${prefix}_${encodeTime(millis)}${tail}`.toLowerCase()
+    }
     return {
-      next: (prefix) =>
-        Effect.map(Clock.currentTimeMillis, (millis) => {
-          const random = crypto.randomBytes(16)
-          let tail = ""
-          for (const byte of random) tail += CROCKFORD[byte & 31]
-          return `${prefix}_${encodeTime(millis)}${tail}`.toLowerCase()
-        })
+      next: (prefix) => Effect.map(Clock.currentTimeMillis, (millis) => at(prefix, millis)),
+      at
     }
   })
 )

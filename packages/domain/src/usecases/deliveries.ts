@@ -63,27 +63,26 @@ export const USER_AGENT = "Intake-Webhooks/1"
 export const pendingAttemptsFor = (
   events: ReadonlyArray<DomainEvent>,
   endpoints: ReadonlyArray<WebhookEndpoint>,
-  now: number
-): Effect.Effect<ReadonlyArray<Delivery>, never, Ids> =>
-  Effect.gen(function* () {
-    const ids = yield* Ids
-    const queued: Array<Delivery> = []
-    for (const event of events)
-      for (const endpoint of endpoints)
-        if (endpointTakes(endpoint, event))
-          queued.push(
-            pendingAttempt({
-              id: yield* ids.next("dlv"),
-              webhookId: endpoint.id,
-              eventId: event.id,
-              eventType: event.type,
-              attempt: 1,
-              trigger: "event",
-              createdAt: now
-            })
-          )
-    return queued
-  })
+  now: number,
+  ids: Ids["Type"]
+): ReadonlyArray<Delivery> => {
+  const queued: Array<Delivery> = []
+  for (const event of events)
+    for (const endpoint of endpoints)
+      if (endpointTakes(endpoint, event))
+        queued.push(
+          pendingAttempt({
+            id: ids.at("dlv", now),
+            webhookId: endpoint.id,
+            eventId: event.id,
+            eventType: event.type,
+            attempt: 1,
+            trigger: "event",
+            createdAt: now
+          })
+        )
+  return queued
+}
 
 /**
  * One `skipped` attempt of each event for every endpoint of `endpoints` (paused or
@@ -92,18 +91,17 @@ export const pendingAttemptsFor = (
 export const skippedAttemptsFor = (
   events: ReadonlyArray<DomainEvent>,
   endpoints: ReadonlyArray<WebhookEndpoint>,
-  now: number
-): Effect.Effect<ReadonlyArray<Delivery>, never, Ids> =>
-  Effect.map(pendingAttemptsFor(events, endpoints, now), (attempts) =>
-    attempts.map((attempt) => {
-      const endpoint = endpoints.find((candidate) => candidate.id === attempt.webhookId)
-      return {
-        ...attempt,
-        status: "skipped" as const,
-        error: `not sent: the webhook is ${endpoint?.status ?? "not active"}`
-      }
-    })
-  )
+  now: number,
+  ids: Ids["Type"]
+): ReadonlyArray<Delivery> =>
+  pendingAttemptsFor(events, endpoints, now, ids).map((attempt) => {
+    const endpoint = endpoints.find((candidate) => candidate.id === attempt.webhookId)
+    return {
+      ...attempt,
+      status: "skipped" as const,
+      error: `not sent: the webhook is ${endpoint?.status ?? "not active"}`
+    }
+  })
 
 /** Events a recovery reads (and queues) at a time: a long window is queued in batches. */
 export const RECOVER_BATCH = 500
@@ -122,7 +120,7 @@ export const queueDeliveries = (
     const repository = yield* DeliveryRepository
     const workspaces = [...new Set(events.map((event) => event.workspaceId))]
     const endpoints = (yield* Effect.forEach(workspaces, repository.activeEndpoints)).flat()
-    const queued = yield* pendingAttemptsFor(events, endpoints, now)
+    const queued = pendingAttemptsFor(events, endpoints, now, yield* Ids)
     if (queued.length > 0) yield* repository.enqueue(queued, now)
     return queued.length
   })
@@ -345,7 +343,7 @@ export const DeliveriesLive = Layer.effect(
         const event = webhookDisabledEvent(yield* ids.next("evt"), endpoint, reason, at)
         // The endpoint is disabled by now: it is not among the active ones.
         const subscribers = yield* repository.activeEndpoints(endpoint.workspaceId)
-        const queued = yield* Effect.provideService(pendingAttemptsFor([event], subscribers, at), Ids, ids)
+        const queued = pendingAttemptsFor([event], subscribers, at, ids)
         yield* outbox.append([event], { deliveries: queued, dueAt: at })
         return { endpoint, reason, notified: queued.length }
       })

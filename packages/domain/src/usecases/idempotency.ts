@@ -69,24 +69,34 @@ export const IdempotencyLive = Layer.effect(
             (stored) => (stored ? Effect.void : Effect.fail(new ClaimRaced()))
           )
 
-        // The claim, the operation and its response: one unit of work.
+        /** The operation's outcome: stored with its response, or (worth replaying) undone, then stored. */
+        const settle = (
+          exit: Exit.Exit<A, E>,
+          now: number
+        ): Effect.Effect<Answer, E | UndoThenStore | Effect.Effect.Error<ReturnType<typeof complete>>> => {
+          if (Exit.isSuccess(exit))
+            return Effect.as(
+              complete(responses.onSuccess(exit.value), now),
+              Exit.succeed<IdempotentOutcome<A>>({ _tag: "Fresh", value: exit.value })
+            )
+          // Only a plain failure of the operation may be stored: defects, interruptions
+          // and storage faults roll the whole unit of work back, claim included.
+          const failure = storableFailure(exit.cause)
+          const response = Option.isSome(failure) ? responses.onFailure(failure.value) : undefined
+          if (response === undefined || Option.isNone(failure)) return Effect.failCause(exit.cause)
+          return Effect.fail(new UndoThenStore({ error: failure.value, response }))
+        }
+
+        // The claim, the operation and its response: one unit of work, as a chain of steps
+        // (a generator would cost a step of the fiber per yield on every create).
         const attempt = uow.transaction(
-          Effect.gen(function* () {
-            const now = yield* Clock.currentTimeMillis
-            const claim = yield* store.claim(scope, request.fingerprint, now)
-            if (claim._tag === "Replay") return replayed(claim.response)
-            const exit = yield* Effect.exit(operation)
-            if (Exit.isSuccess(exit)) {
-              yield* complete(responses.onSuccess(exit.value), now)
-              return Exit.succeed<IdempotentOutcome<A>>({ _tag: "Fresh", value: exit.value })
-            }
-            // Only a plain failure of the operation may be stored: defects, interruptions
-            // and storage faults roll the whole unit of work back, claim included.
-            const failure = storableFailure(exit.cause)
-            const response = Option.isSome(failure) ? responses.onFailure(failure.value) : undefined
-            if (response === undefined || Option.isNone(failure)) return yield* Effect.failCause(exit.cause)
-            return yield* new UndoThenStore({ error: failure.value, response })
-          })
+          Effect.flatMap(Clock.currentTimeMillis, (now) =>
+            Effect.flatMap(store.claim(scope, request.fingerprint, now), (claim) =>
+              claim._tag === "Replay"
+                ? Effect.succeed(replayed(claim.response))
+                : Effect.flatMap(Effect.exit(operation), (exit) => settle(exit, now))
+            )
+          )
         )
 
         // The failure's response, in a unit of work of its own (the operation's was rolled back).

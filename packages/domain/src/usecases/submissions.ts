@@ -9,7 +9,14 @@
  * is ever asked on this path.
  */
 import { Clock, Effect, Either, Layer, Option } from "effect"
-import { Conflict, invalid, notFound, type ValidationIssue, withIssues } from "../errors.js"
+import {
+  Conflict,
+  invalid,
+  notFound,
+  type ValidationFailed,
+  type ValidationIssue,
+  withIssues
+} from "../errors.js"
 import {
   type Contact,
   type Delivery,
@@ -144,140 +151,153 @@ export const SubmissionsLive = Layer.effect(
         })
       )
 
+    /** The input checked against the bot: its failure, or the data to store. */
+    const checked = (
+      bot: IntakeBot,
+      input: NewSubmission,
+      status: Submission["status"]
+    ): Either.Either<SubmissionData, ValidationFailed | Conflict> => {
+      const issues = inputIssues(input)
+      const validated = validateData(bot.schema, input.data, status)
+      if (Either.isLeft(validated)) {
+        return Either.left(issues.length === 0 ? validated.left : withIssues(validated.left, issues))
+      }
+      if (issues.length > 0) return Either.left(invalid(issues))
+      if (bot.status !== "ACTIVE")
+        return Either.left(
+          new Conflict({ message: `The intake bot is ${bot.status.toLowerCase()} and takes no submissions.` })
+        )
+      return Either.right(validated.right)
+    }
+
+    // A chain of steps, not a generator: a create is the busiest write (docs/choices.md,
+    // Performance at the edge). Its ids come from one read of the clock.
     const createFor = (
       { bot, workspace, activeEndpoints, inactiveEndpoints }: IntakeTarget,
       input: NewSubmission
-    ) =>
-      Effect.gen(function* () {
-        const status = input.status ?? "COMPLETED"
-        const issues = inputIssues(input)
-        const validated = validateData(bot.schema, input.data, status)
-        if (Either.isLeft(validated) || issues.length > 0) {
-          const dataFailure = Either.isLeft(validated) ? validated.left : undefined
-          if (dataFailure === undefined) return yield* Effect.fail(invalid(issues))
-          if (issues.length === 0) return yield* Effect.fail(dataFailure)
-          return yield* Effect.fail(withIssues(dataFailure, issues))
-        }
-        const data = validated.right
-        if (bot.status !== "ACTIVE")
-          return yield* Effect.fail(
-            new Conflict({
-              message: `The intake bot is ${bot.status.toLowerCase()} and takes no submissions.`
-            })
-          )
-        // The built-in summary is stored at once; a model's replaces it later (summaries.ts).
-        const aiSummary = summarize(bot.schema, data)
-        const id = yield* ids.next("sub")
-        const messageIds = yield* Effect.forEach(input.messages ?? [], () => ids.next("msg"))
-        const now = yield* Clock.currentTimeMillis
+    ): ReturnType<Submissions["Type"]["create"]> => {
+      const status = input.status ?? "COMPLETED"
+      const data = checked(bot, input, status)
+      if (Either.isLeft(data)) return Effect.fail(data.left)
+      return Effect.flatMap(Clock.currentTimeMillis, (now) => {
+        const id = ids.at("sub", now)
         const submission: Submission = {
           id,
           workspaceId: bot.workspaceId,
           intakeBotId: bot.id,
-          data,
+          data: data.right,
           status,
-          aiSummary,
+          // The built-in summary is stored at once; a model's replaces it later (summaries.ts).
+          aiSummary: summarize(bot.schema, data.right),
           isTest: input.isTest ?? false,
           fileCount: 0,
           schemaVersion: bot.schemaVersion,
           createdAt: now,
           updatedAt: now
         }
-        const messages: ReadonlyArray<Message> = (input.messages ?? []).map((message, index) => ({
-          id: messageIds[index]!,
+        const messages: ReadonlyArray<Message> = (input.messages ?? []).map((message) => ({
+          id: ids.at("msg", now),
           submissionId: id,
           role: message.role,
           content: message.content,
           createdAt: now
         }))
-        const contactCandidate = status === "COMPLETED" ? contactDetails(bot, data) : null
-        const contactId = contactCandidate === null ? null : yield* ids.next("con")
-        const eventIds = [yield* ids.next("evt"), yield* ids.next("evt")] as const
+        const contactCandidate = status === "COMPLETED" ? contactDetails(bot, data.right) : null
+        // A workspace that gets no deliveries (archived, no API access) queues none.
+        const withheld = deliveriesWithheld(workspace) !== null
 
-        /** The contact, the events and their delivery attempts of a COMPLETED submission. */
-        const recordCompletion = Effect.gen(function* () {
-          let contact: { readonly contact: Contact; readonly created: boolean } | null = null
-          if (contactCandidate !== null && contactId !== null)
-            contact = yield* contacts.findOrCreate({
-              id: contactId,
-              workspaceId: workspace.id,
-              email: contactCandidate.email,
-              name: contactCandidate.name,
-              createdAt: now
-            })
-          const event = (id: string, type: DomainEvent["type"]): DomainEvent => ({
-            id,
+        /** The events of a COMPLETED submission, once its contact is found or created, and their attempts. */
+        const appendEvents = (contact: { readonly contact: Contact; readonly created: boolean } | null) => {
+          const event = (type: DomainEvent["type"]): DomainEvent => ({
+            id: ids.at("evt", now),
             workspaceId: workspace.id,
             type,
             intakeBotId: bot.id,
-            submissionId: submission.id,
+            submissionId: id,
             contactId: contact?.contact.id ?? null,
             createdAt: now
           })
           const events = [
-            event(eventIds[0], "submission.completed"),
-            ...(contact?.created === true ? [event(eventIds[1], "contact.created")] : [])
+            event("submission.completed"),
+            ...(contact?.created === true ? [event("contact.created")] : [])
           ]
-          // A workspace that gets no deliveries (archived, no API access) queues none.
-          const deliveries =
-            deliveriesWithheld(workspace) !== null
-              ? []
-              : yield* Effect.provideService(pendingAttemptsFor(events, activeEndpoints, now), Ids, ids)
+          const deliveries = withheld ? [] : pendingAttemptsFor(events, activeEndpoints, now, ids)
           // With a model summarizer, submission.completed waits for its summary, at most the set wait.
           const held = modelSummaries
             ? deliveries.filter((delivery) => delivery.eventType === "submission.completed")
             : []
           // Paused and disabled endpoints get a skipped attempt: the log says why, recover sends it.
-          const skipped =
-            deliveriesWithheld(workspace) !== null
-              ? []
-              : yield* Effect.provideService(skippedAttemptsFor(events, inactiveEndpoints, now), Ids, ids)
+          const skipped = withheld ? [] : skippedAttemptsFor(events, inactiveEndpoints, now, ids)
           // The attempts commit with their events: none is lost, none sent for a rollback.
-          yield* outbox.append(events, {
+          const appended = outbox.append(events, {
             deliveries: [
               ...(held.length === 0 ? deliveries : deliveries.filter((delivery) => !held.includes(delivery))),
               ...skipped
             ],
             dueAt: now
           })
-          if (held.length > 0) yield* deliveryRepository.enqueue(held, now + summarySettings.deliveryWaitMs)
-          return { sentAtOnce: deliveries.length - held.length, held }
-        })
-
-        const queued = yield* unitOfWork.transaction(
-          Effect.gen(function* () {
-            const queued =
-              status === "COMPLETED"
-                ? yield* recordCompletion
-                : { sentAtOnce: 0, held: [] as ReadonlyArray<Delivery> }
-            if (modelSummaries) {
-              yield* summaryJobs.enqueue(
-                {
-                  submissionId: id,
-                  workspaceId: workspace.id,
-                  intakeBotId: bot.id,
-                  attempts: 0,
-                  heldDeliveryIds: queued.held.map((delivery) => delivery.id),
-                  createdAt: now
-                },
-                now
+          const queued = { sentAtOnce: deliveries.length - held.length, held }
+          return held.length === 0
+            ? Effect.as(appended, queued)
+            : Effect.zipRight(
+                appended,
+                Effect.as(deliveryRepository.enqueue(held, now + summarySettings.deliveryWaitMs), queued)
               )
-            }
-            // Last: the workspace's usage counter (and the bot's submission count) stay locked
-            // from here to the commit only, so concurrent creates wait on each other briefly.
-            // Past the quota, it fails and the whole unit of work rolls back.
-            yield* submissions.insertWithinQuota(submission, messages, {
-              period: periodOf(now),
-              max: monthlySubmissionQuota(workspace)
-            })
-            return queued
-          })
+        }
+
+        /** The contact, the events and their delivery attempts of a COMPLETED submission. */
+        const recordCompletion =
+          contactCandidate === null
+            ? appendEvents(null)
+            : Effect.flatMap(
+                contacts.findOrCreate({
+                  id: ids.at("con", now),
+                  workspaceId: workspace.id,
+                  email: contactCandidate.email,
+                  name: contactCandidate.name,
+                  createdAt: now
+                }),
+                appendEvents
+              )
+        const recorded =
+          status === "COMPLETED"
+            ? recordCompletion
+            : Effect.succeed({ sentAtOnce: 0, held: [] as ReadonlyArray<Delivery> })
+        const withSummaryJob = (queued: { readonly held: ReadonlyArray<Delivery> }) =>
+          summaryJobs.enqueue(
+            {
+              submissionId: id,
+              workspaceId: workspace.id,
+              intakeBotId: bot.id,
+              attempts: 0,
+              heldDeliveryIds: queued.held.map((delivery) => delivery.id),
+              createdAt: now
+            },
+            now
+          )
+        // Last: the workspace's usage counter (and the bot's submission count) stay locked
+        // from here to the commit only, so concurrent creates wait on each other briefly.
+        // Past the quota, it fails and the whole unit of work rolls back.
+        const stored = submissions.insertWithinQuota(submission, messages, {
+          period: periodOf(now),
+          max: monthlySubmissionQuota(workspace)
+        })
+        const unit = unitOfWork.transaction(
+          Effect.flatMap(recorded, (queued) =>
+            Effect.as(modelSummaries ? Effect.zipRight(withSummaryJob(queued), stored) : stored, queued)
+          )
         )
-        if (modelSummaries) yield* summaryWakeups.notify
-        // Held attempts are not due yet: the summary job wakes the dispatchers when it lets them go.
-        if (queued.sentAtOnce > 0) yield* wakeups.notify
-        return { ...submission, messages } satisfies SubmissionDetail
+        const detail: SubmissionDetail = { ...submission, messages }
+        return Effect.flatMap(unit, (queued) => {
+          // Held attempts are not due yet: the summary job wakes the dispatchers when it lets them go.
+          const notified = queued.sentAtOnce > 0 ? wakeups.notify : Effect.void
+          return Effect.as(
+            modelSummaries ? Effect.zipRight(summaryWakeups.notify, notified) : notified,
+            detail
+          )
+        })
       })
+    }
 
     return Submissions.of({
       list: (workspaceId, intakeBotId, query) =>
