@@ -14,6 +14,7 @@ import { Cause, Clock, Data, Effect, Exit, Layer, Option } from "effect"
 import { IdempotencyConflict, StorageUnavailable } from "../errors.js"
 import { canonicalJson } from "../policies/canonical-json.js"
 import { Crypto, IdempotencyStore, type StoredResponse, UnitOfWork } from "../ports.js"
+import { LastStepsOfUnit } from "./last-steps.js"
 import { Idempotency, type IdempotentOutcome } from "./services.js"
 
 export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000
@@ -69,33 +70,56 @@ export const IdempotencyLive = Layer.effect(
             (stored) => (stored ? Effect.void : Effect.fail(new ClaimRaced()))
           )
 
-        /** The operation's outcome: stored with its response, or (worth replaying) undone, then stored. */
-        const settle = (
-          exit: Exit.Exit<A, E>,
-          now: number
-        ): Effect.Effect<Answer, E | UndoThenStore | Effect.Effect.Error<ReturnType<typeof complete>>> => {
-          if (Exit.isSuccess(exit))
-            return Effect.as(
-              complete(responses.onSuccess(exit.value), now),
-              Exit.succeed<IdempotentOutcome<A>>({ _tag: "Fresh", value: exit.value })
-            )
+        /** A failure worth replaying is undone, then stored (UndoThenStore); any other rolls back as it is. */
+        const failed = (cause: Cause.Cause<E>): Effect.Effect<never, E | UndoThenStore> => {
           // Only a plain failure of the operation may be stored: defects, interruptions
           // and storage faults roll the whole unit of work back, claim included.
-          const failure = storableFailure(exit.cause)
+          const failure = storableFailure(cause)
           const response = Option.isSome(failure) ? responses.onFailure(failure.value) : undefined
-          if (response === undefined || Option.isNone(failure)) return Effect.failCause(exit.cause)
+          if (response === undefined || Option.isNone(failure)) return Effect.failCause(cause)
           return Effect.fail(new UndoThenStore({ error: failure.value, response }))
+        }
+
+        /**
+         * The operation's outcome: its response stored, then the steps it left for last (a
+         * create's quota reservation: last-steps.ts), so their locks are held for the COMMIT
+         * only. A last step that fails fails the operation: the whole unit of work, response
+         * included, is undone, and the failure is stored as the operation's own would be.
+         */
+        const settle = (
+          exit: Exit.Exit<A, E>,
+          now: number,
+          lastSteps: ReadonlyArray<Effect.Effect<void, unknown>>
+        ): Effect.Effect<Answer, E | UndoThenStore | Effect.Effect.Error<ReturnType<typeof complete>>> => {
+          if (Exit.isFailure(exit)) return failed(exit.cause)
+          const fresh = Exit.succeed<IdempotentOutcome<A>>({ _tag: "Fresh", value: exit.value })
+          const stored = complete(responses.onSuccess(exit.value), now)
+          if (lastSteps.length === 0) return Effect.as(stored, fresh)
+          return Effect.zipRight(
+            stored,
+            Effect.flatMap(
+              Effect.exit(Effect.forEach(lastSteps, (step) => step, { discard: true })),
+              (done) => (Exit.isSuccess(done) ? Effect.succeed(fresh) : failed(done.cause as Cause.Cause<E>))
+            )
+          )
         }
 
         // The claim, the operation and its response: one unit of work, as a chain of steps
         // (a generator would cost a step of the fiber per yield on every create).
         const attempt = uow.transaction(
           Effect.flatMap(Clock.currentTimeMillis, (now) =>
-            Effect.flatMap(store.claim(scope, request.fingerprint, now), (claim) =>
-              claim._tag === "Replay"
-                ? Effect.succeed(replayed(claim.response))
-                : Effect.flatMap(Effect.exit(operation), (exit) => settle(exit, now))
-            )
+            Effect.flatMap(store.claim(scope, request.fingerprint, now), (claim) => {
+              if (claim._tag === "Replay") return Effect.succeed(replayed(claim.response))
+              const lastSteps: Array<Effect.Effect<void, unknown>> = []
+              const operationWithLastSteps = Effect.provideService(operation, LastStepsOfUnit, {
+                add: (step) => {
+                  lastSteps.push(step)
+                }
+              })
+              return Effect.flatMap(Effect.exit(operationWithLastSteps), (exit) =>
+                settle(exit, now, lastSteps)
+              )
+            })
           )
         )
 

@@ -48,6 +48,7 @@ import {
 } from "../ports.js"
 import { pendingAttemptsFor, skippedAttemptsFor } from "./deliveries.js"
 import { IntakeBotCache, IntakeBotCacheLive } from "./intake-bot-cache.js"
+import { lastInUnitOfWork } from "./last-steps.js"
 import { listed, pageRequest } from "./lists.js"
 import { type NewSubmission, Submissions } from "./services.js"
 import { SummarySettings } from "./summary-settings.js"
@@ -276,12 +277,15 @@ export const SubmissionsLive = Layer.effect(
             now
           )
         // Last: the workspace's usage counter (and the bot's submission count) stay locked
-        // from here to the commit only, so concurrent creates wait on each other briefly.
-        // Past the quota, it fails and the whole unit of work rolls back.
-        const stored = submissions.insertWithinQuota(submission, messages, {
-          period: periodOf(now),
-          max: monthlySubmissionQuota(workspace)
-        })
+        // from here to the commit only, so concurrent creates wait on each other briefly;
+        // inside an idempotent POST, after its stored response (last-steps.ts). Past the
+        // quota, it fails and the whole unit of work rolls back.
+        const stored = lastInUnitOfWork(
+          submissions.insertWithinQuota(submission, messages, {
+            period: periodOf(now),
+            max: monthlySubmissionQuota(workspace)
+          })
+        )
         const unit = unitOfWork.transaction(
           Effect.flatMap(recorded, (queued) =>
             Effect.as(modelSummaries ? Effect.zipRight(withSummaryJob(queued), stored) : stored, queued)

@@ -6,6 +6,7 @@ import { describe, expect, it } from "@effect/vitest"
 import {
   Idempotency,
   IntakeBots,
+  PlanLimitExceeded,
   Provisioning,
   type SubmissionDetail,
   Submissions,
@@ -22,6 +23,18 @@ const runtime = () =>
     Layer.provideMerge(MemoryPortsLive.pipe(Layer.provideMerge(NodePlatformLive))),
     Layer.provide(WebhookSettings.layer({ allowPrivateNetworks: false }))
   )
+
+const sceneWithQuota = (monthlySubmissionQuota: number | null) =>
+  Effect.gen(function* () {
+    const workspace = yield* (yield* Provisioning).createWorkspace({
+      name: "Acme",
+      plan: "pro",
+      monthlySubmissionQuota
+    })
+    const issued = yield* (yield* Provisioning).createApiKey(workspace.id, { scopes: ["write:intake-bots"] })
+    const bot = yield* (yield* IntakeBots).create(workspace.id, newIntakeBot())
+    return { workspace, apiKeyId: issued.apiKey.id, bot }
+  })
 
 const scene = Effect.gen(function* () {
   const workspace = yield* (yield* Provisioning).createWorkspace({ name: "Acme", plan: "pro" })
@@ -46,7 +59,9 @@ const createWithKey = (
       submissions.create(workspaceId, botId, { data }),
       {
         onSuccess: (submission: SubmissionDetail) => ({ status: 201, body: { id: submission.id } }),
-        onFailure: () => undefined
+        // As the server stores them: a refusal once the operation started (here, the quota).
+        onFailure: (error: unknown) =>
+          error instanceof PlanLimitExceeded ? { status: 429, body: { code: error.code } } : undefined
       }
     )
   })
@@ -94,5 +109,33 @@ describe("idempotent submission creates", () => {
       expect(conflict._tag).toBe("IdempotencyConflict")
       expect(yield* storedSubmissions(workspace.id)).toHaveLength(1)
     }).pipe(Effect.provide(runtime()))
+  )
+
+  // The quota reservation runs last, after the stored response (last-steps.ts): its refusal
+  // must still undo the create and its stored 201, and be stored and replayed itself.
+  it.effect(
+    "past the quota a keyed create is refused, nothing of it stays, and a retry with the key replays the refusal",
+    () =>
+      Effect.gen(function* () {
+        const { workspace, apiKeyId, bot } = yield* sceneWithQuota(1)
+        const first = yield* createWithKey(workspace.id, bot.id, apiKeyId, "q-1", validSubmissionData())
+        expect(first._tag).toBe("Fresh")
+        const data = validSubmissionData({ name: "Second" })
+        const refused = yield* Effect.flip(createWithKey(workspace.id, bot.id, apiKeyId, "q-2", data))
+        expect(refused._tag).toBe("PlanLimitExceeded")
+        expect(yield* storedSubmissions(workspace.id)).toHaveLength(1)
+        // The quota frees up (an operator raises it): the same key still answers as it did.
+        yield* (yield* Provisioning).updateWorkspace(workspace.id, { monthlySubmissionQuota: 10 })
+        const retried = yield* createWithKey(workspace.id, bot.id, apiKeyId, "q-2", data)
+        expect(retried).toEqual({
+          _tag: "Replayed",
+          response: { status: 429, body: { code: "plan_limit_exceeded" } }
+        })
+        expect(yield* storedSubmissions(workspace.id)).toHaveLength(1)
+        // A new key is a new request: it is created now.
+        const fresh = yield* createWithKey(workspace.id, bot.id, apiKeyId, "q-3", data)
+        expect(fresh._tag).toBe("Fresh")
+        expect(yield* storedSubmissions(workspace.id)).toHaveLength(2)
+      }).pipe(Effect.provide(runtime()))
   )
 })

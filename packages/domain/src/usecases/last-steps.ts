@@ -1,0 +1,25 @@
+/**
+ * Steps a unit of work runs last, right before it commits (docs/rules.md, Idempotency). A
+ * create's last statement, the submission within the monthly quota, locks the workspace's
+ * usage counter, which every concurrent create of that workspace waits on; inside an
+ * idempotent POST it runs after the stored response, so the lock is held for the COMMIT
+ * only, not for one more round trip. Where nothing takes last steps (no Idempotency-Key,
+ * the share page), a step runs where it stands.
+ */
+import { Context, Effect } from "effect"
+
+export interface LastSteps {
+  readonly add: (step: Effect.Effect<void, unknown>) => void
+}
+
+export class LastStepsOfUnit extends Context.Reference<LastStepsOfUnit>()("@intake/LastStepsOfUnit", {
+  defaultValue: (): LastSteps | undefined => undefined
+}) {}
+
+/** `step` now, or, inside a unit of work that takes last steps, queued to run just before it commits. */
+export const lastInUnitOfWork = <E>(step: Effect.Effect<void, E>): Effect.Effect<void, E> =>
+  Effect.flatMap(LastStepsOfUnit, (last) => {
+    if (last === undefined) return step
+    last.add(step)
+    return Effect.void
+  })
