@@ -43,24 +43,18 @@ const signalTree = (pid: number, signal: NodeJS.Signals) => {
 
 const submission = { data: { name: "Ada", email: "ada@example.com", message: "Hello" } }
 
-const post = (
-  baseUrl: string,
-  key: string,
-  botId: string,
-  signal?: AbortSignal,
-  idempotencyKey = randomUUID()
-) =>
+const post = (baseUrl: string, key: string, botId: string, signal?: AbortSignal) =>
   Effect.promise(async () => {
     const started = performance.now()
     try {
       const response = await fetch(`${baseUrl}/v1/intake-bots/${botId}/submissions`, {
         method: "POST",
-        // With a key the unit of work writes one more statement after the quota's: the locks
-        // are held a little longer, so the stop catches a holder sooner.
+        // With a key, as clients retrying writes send them: the quota statement is still the
+        // unit of work's last before its COMMIT (docs/choices.md, Round trips of a create).
         headers: {
           authorization: `Bearer ${key}`,
           "content-type": "application/json",
-          "idempotency-key": idempotencyKey
+          "idempotency-key": randomUUID()
         },
         body: JSON.stringify(submission),
         ...(signal === undefined ? {} : { signal })
@@ -72,12 +66,12 @@ const post = (
     }
   })
 
-/** Sessions waiting for a lock to store an idempotency record (the last statement of a create). */
-const completionsWaitingOnALock = (sql: SqlClient.SqlClient) =>
+/** Sessions waiting for a lock in a create's last statement (the submission within the quota). */
+const quotaStatementsWaitingOnALock = (sql: SqlClient.SqlClient) =>
   Effect.map(
     sql<{ count: number }>`SELECT count(*)::int AS count FROM pg_stat_activity
       WHERE datname = current_database() AND wait_event_type = 'Lock'
-        AND query LIKE 'INSERT INTO idempotency_records%'`,
+        AND query LIKE 'WITH reserved AS%'`,
     (rows) => rows[0]!.count
   )
 
@@ -117,40 +111,39 @@ it.scopedLive.skipIf(!postgresAvailable)(
       for (let i = 0; i < 3; i++) yield* post(stalled.baseUrl, tenant.key, tenant.botId)
 
       // Stopped while it holds the row locks inside an open transaction, for certain: this
-      // test holds an uncommitted idempotency record for the key one POST completes with, so
-      // that POST waits at its last statement with the usage and bot rows locked; the server
-      // is stopped, then the record rolled back: the statement finishes on a stopped server,
-      // whose session stays idle in its transaction with the locks held.
+      // test holds the bot's row locked, so one POST waits in its last statement (the
+      // submission within the quota) with the workspace's usage row already locked and the
+      // bot's count row wanted; the server is stopped, then the test's lock released: the
+      // statement finishes on a stopped server, whose session stays idle in its transaction
+      // with both locks held.
       // Whatever happens, it is not left stopped (its SIGTERM at the end would wait for nothing).
       yield* Effect.addFinalizer(() => Effect.sync(() => signalTree(stalled.child.pid!, "SIGCONT")))
       const blocker = Context.get(
         yield* Layer.build(layerPostgres({ url: Redacted.make(database.url), maxConnections: 1 })),
         SqlClient.SqlClient
       )
-      const heldKey = randomUUID()
-      const inserted = yield* Deferred.make<void>()
+      const locked = yield* Deferred.make<void>()
       const rollBack = yield* Deferred.make<void>()
       yield* Effect.forkScoped(
         blocker
           .withTransaction(
             Effect.gen(function* () {
-              yield* blocker`INSERT INTO idempotency_records (api_key_id, key, fingerprint, response, created_at, expires_at)
-                VALUES (${tenant.keyId}, ${heldKey}, 'held by the test', 'null'::json, now(), now() + interval '1 hour')`
-              yield* Deferred.succeed(inserted, undefined)
+              yield* blocker`SELECT 1 FROM intake_bots WHERE id = ${tenant.botId} FOR UPDATE`
+              yield* Deferred.succeed(locked, undefined)
               yield* Deferred.await(rollBack)
               return yield* Effect.fail("rolled back by the test" as const)
             })
           )
           .pipe(Effect.ignore)
       )
-      yield* Deferred.await(inserted)
+      yield* Deferred.await(locked)
       const stopped = new AbortController()
       yield* Effect.addFinalizer(() => Effect.sync(() => stopped.abort()))
-      yield* Effect.forkScoped(post(stalled.baseUrl, tenant.key, tenant.botId, stopped.signal, heldKey))
+      yield* Effect.forkScoped(post(stalled.baseUrl, tenant.key, tenant.botId, stopped.signal))
       let waiting = false
       for (let attempt = 0; attempt < 200 && !waiting; attempt++) {
         yield* Effect.sleep("50 millis")
-        waiting = (yield* completionsWaitingOnALock(sql)) > 0
+        waiting = (yield* quotaStatementsWaitingOnALock(sql)) > 0
       }
       expect(waiting).toBe(true)
       signalTree(stalled.child.pid!, "SIGSTOP")
