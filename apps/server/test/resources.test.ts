@@ -269,6 +269,32 @@ layer(realServer(), { excludeTestServices: true })("intake bots and submissions"
       })
       expect(answer.headers.get("retry-after")).toBeNull()
       expectHeaders(answer)
+
+      // With an Idempotency-Key the quota is checked last, after the stored answer
+      // (docs/choices.md, Round trips of a create): the refusal still stores nothing of the
+      // create, and the key replays the 429 even once the quota is raised.
+      const keyed = {
+        key: tenant.key,
+        body: { data: { name: "B", email: "b@example.com" } },
+        headers: { "idempotency-key": "past-quota" }
+      }
+      expectError(yield* call(baseUrl, "POST", path, keyed), 429, "plan_limit_exceeded")
+      dataOf(
+        yield* admin(baseUrl, "PATCH", `/admin/workspaces/${tenant.workspaceId}`, {
+          monthly_submission_quota: 10
+        })
+      )
+      const replayed = yield* call(baseUrl, "POST", path, keyed)
+      expect(expectError(replayed, 429, "plan_limit_exceeded")).toEqual({
+        resource: "submissions",
+        current: 2,
+        max: 2
+      })
+      expect(replayed.headers.get("idempotent-replayed")).toBe("true")
+      const listed = dataOf(yield* call(baseUrl, "GET", path, { key: tenant.key }), 200) as {
+        readonly submissions: ReadonlyArray<unknown>
+      }
+      expect(listed.submissions).toHaveLength(2)
     })
   )
 

@@ -8,7 +8,7 @@
  */
 import { Context, Effect } from "effect"
 
-export interface LastSteps {
+interface LastSteps {
   readonly add: (step: Effect.Effect<void, unknown>) => void
 }
 
