@@ -69,13 +69,14 @@ const measuredCreate = (
             )
           )
     const context = yield* Effect.context<Idempotency | Submissions>()
-    const { statements } = yield* Effect.promise(() =>
+    const { statements, unprepared } = yield* Effect.promise(() =>
       statementsOf(() => Effect.runPromise(Effect.provide(work, context)))
     )
-    return statements
+    return Object.assign(statements, { unprepared })
   })
 
-const roundTripSuite = <E>(store: string, database: Layer.Layer<SqlDatabase, E>) =>
+/** `prepared`: every statement but BEGIN and COMMIT is a named prepared statement (PostgreSQL; docs/choices.md). */
+const roundTripSuite = <E>(store: string, database: Layer.Layer<SqlDatabase, E>, prepared: boolean) =>
   layer(runtimeOn(database), { timeout: Duration.seconds(120) })(
     `round trips of a create on ${store}`,
     (it) => {
@@ -100,6 +101,7 @@ const roundTripSuite = <E>(store: string, database: Layer.Layer<SqlDatabase, E>)
               expect(statements.filter((statement) => /SAVEPOINT/i.test(statement))).toEqual([])
               expect(statements[0]).toBe("BEGIN")
               expect(statements.at(-1)).toBe("COMMIT")
+              if (prepared) expect(statements.unprepared).toEqual(["BEGIN", "COMMIT"])
             }
           })
       )
@@ -131,6 +133,6 @@ const roundTripSuite = <E>(store: string, database: Layer.Layer<SqlDatabase, E>)
     }
   )
 
-roundTripSuite("PGlite", layerPglite({}))
+roundTripSuite("PGlite", layerPglite({}), false)
 
-describePostgres("on PostgreSQL", () => roundTripSuite("PostgreSQL", PostgresTestDatabase()))
+describePostgres("on PostgreSQL", () => roundTripSuite("PostgreSQL", PostgresTestDatabase(), true))

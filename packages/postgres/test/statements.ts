@@ -11,13 +11,19 @@ import pg from "pg"
 
 type Method = (...args: Array<unknown>) => unknown
 
-const recording = new AsyncLocalStorage<Array<string>>()
+interface Recording {
+  readonly statements: Array<string>
+  /** pg statements sent without a name, so parsed and planned again on every call. */
+  readonly unprepared: Array<string>
+}
+
+const recording = new AsyncLocalStorage<Recording>()
 
 /** Enough of a statement to recognize it (its parameters are not in the text). */
 const shortened = (text: string) => text.replace(/\s+/g, " ").trim().slice(0, 90)
 
 const record = (text: string, into = recording.getStore()) => {
-  into?.push(shortened(text))
+  into?.statements.push(shortened(text))
 }
 
 // pg calls back from its socket's events: each callback keeps the scope of its caller.
@@ -30,8 +36,11 @@ const install = () => {
   installed = true
   const query = pg.Client.prototype.query as unknown as Method
   pg.Client.prototype.query = function (this: unknown, ...args: Array<unknown>) {
-    const config = args[0] as string | { text?: string } | undefined
-    record(typeof config === "string" ? config : (config?.text ?? "?"))
+    const config = args[0] as string | { text?: string; name?: string } | undefined
+    const text = typeof config === "string" ? config : (config?.text ?? "?")
+    record(text)
+    if (typeof config === "string" || config?.name === undefined)
+      recording.getStore()?.unprepared.push(shortened(text))
     return query.apply(this, bound(args))
   } as typeof pg.Client.prototype.query
   const connect = pg.Pool.prototype.connect as unknown as Method
@@ -85,12 +94,19 @@ const install = () => {
   }
 }
 
-/** Runs `work` and answers its value with the statements it sent, in order. */
+/**
+ * Runs `work` and answers its value with the statements it sent, in order, and those of
+ * them that went to `pg` without a name (not prepared statements).
+ */
 export const statementsOf = async <A>(
   work: () => Promise<A>
-): Promise<{ readonly value: A; readonly statements: ReadonlyArray<string> }> => {
+): Promise<{
+  readonly value: A
+  readonly statements: ReadonlyArray<string>
+  readonly unprepared: ReadonlyArray<string>
+}> => {
   install()
-  const statements: Array<string> = []
-  const value = await recording.run(statements, work)
-  return { value, statements }
+  const into: Recording = { statements: [], unprepared: [] }
+  const value = await recording.run(into, work)
+  return { value, ...into }
 }
