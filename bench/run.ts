@@ -8,6 +8,8 @@
  * - autocannon: BENCH_WARMUP seconds of warm-up (default 1), then BENCH_DURATION seconds
  *   (default 5) with BENCH_CONNECTIONS connections (default 10); every POST carries a
  *   fresh Idempotency-Key;
+ *   the table has the server's CPU per request and, on PostgreSQL, that of the database
+ *   backends serving its database (from /proc, when PostgreSQL runs on this machine);
  * - the same load against a bare node:http server answering a JSON body of the same size;
  * - round trips: BENCH_ROUND_TRIP_REQUESTS requests (default 50) one at a time after the
  *   load, with SQL statements and Redis commands counted at the drivers
@@ -21,7 +23,7 @@
  */
 import { type ChildProcess, fork, spawn } from "node:child_process"
 import { randomUUID } from "node:crypto"
-import { mkdtempSync, readFileSync, rmSync } from "node:fs"
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs"
 import { type AddressInfo, connect, createServer } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -82,6 +84,35 @@ const cpuMicros = (pid: number | undefined) => {
   } catch {
     return Number.NaN
   }
+}
+
+/**
+ * CPU time so far of each PostgreSQL backend on this machine that serves `database` (its
+ * process title names the database), by pid. On a machine of two cores the database's CPU
+ * is taken from the same cores as the server's, so it decides throughput as much.
+ */
+const databaseBackendsCpu = (database: string) => {
+  const backends = new Map<number, number>()
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue
+    try {
+      const title = readFileSync(`/proc/${entry}/cmdline`, "utf8")
+      if (title.startsWith("postgres: ") && title.split(/[\s\0]+/).includes(database))
+        backends.set(Number(entry), cpuMicros(Number(entry)))
+    } catch {
+      // gone meanwhile, or not ours to read
+    }
+  }
+  return backends
+}
+
+/** CPU the backends of `database` used between two readings (a backend that started meanwhile counts whole). */
+const databaseCpuSince = (before: ReadonlyMap<number, number>, database: string) => {
+  const after = databaseBackendsCpu(database)
+  if (after.size === 0) return Number.NaN
+  let used = 0
+  for (const [pid, micros] of after) used += micros - (before.get(pid) ?? 0)
+  return used
 }
 
 /** The bare node:http baseline, answering `bytes`-byte JSON bodies. */
@@ -246,6 +277,8 @@ interface Load {
   readonly p99: number
   /** The server's CPU time per request over the run (when its pid is given), in microseconds. */
   readonly cpuUsPerRequest: number
+  /** The database backends' CPU time per request (when the database is given and local), in microseconds. */
+  readonly databaseCpuUsPerRequest: number
 }
 
 const load = async (
@@ -253,9 +286,11 @@ const load = async (
   endpoint: Endpoint,
   key: string,
   seconds: number,
-  serverPid?: number
+  serverPid?: number,
+  database?: string
 ): Promise<Load> => {
   const cpuBefore = cpuMicros(serverPid)
+  const databaseBefore = database === undefined ? new Map<number, number>() : databaseBackendsCpu(database)
   const result = await autocannon({
     url,
     method: endpoint.method,
@@ -286,7 +321,9 @@ const load = async (
     rps: result.requests.average,
     p50: result.latency.p50,
     p99: result.latency.p99,
-    cpuUsPerRequest: (cpuMicros(serverPid) - cpuBefore) / result.requests.total
+    cpuUsPerRequest: (cpuMicros(serverPid) - cpuBefore) / result.requests.total,
+    databaseCpuUsPerRequest:
+      database === undefined ? Number.NaN : databaseCpuSince(databaseBefore, database) / result.requests.total
   }
 }
 
@@ -297,6 +334,7 @@ interface Row {
   readonly p50: string
   readonly p99: string
   readonly cpu: string
+  readonly databaseCpu: string
   readonly rss: string
   readonly bare: string
   readonly ratio: string
@@ -313,6 +351,7 @@ const benchServer = async (store: string, env: Record<string, string>) => {
   const roundTripRows: Array<RoundTripRow> = []
   let background = 0
   const server = await startIntake(env)
+  const database = env.DATABASE_URL === undefined ? undefined : new URL(env.DATABASE_URL).pathname.slice(1)
   try {
     const { key, botId } = await provision(server.baseUrl)
     for (const endpoint of endpoints(botId)) {
@@ -324,7 +363,7 @@ const benchServer = async (store: string, env: Record<string, string>) => {
         headers: endpoint.idempotent ? { "idempotency-key": randomUUID() } : {}
       })
       await load(url, endpoint, key, WARMUP_SECONDS)
-      const intake = await load(url, endpoint, key, DURATION_SECONDS, server.child.pid)
+      const intake = await load(url, endpoint, key, DURATION_SECONDS, server.child.pid, database)
       const bareServer = await startBareServer(Buffer.byteLength(sample.text))
       let bare: Load
       try {
@@ -341,6 +380,9 @@ const benchServer = async (store: string, env: Record<string, string>) => {
         p50: `${intake.p50} ms`,
         p99: `${intake.p99} ms`,
         cpu: `${Math.round(intake.cpuUsPerRequest)} us`,
+        databaseCpu: Number.isNaN(intake.databaseCpuUsPerRequest)
+          ? ""
+          : `${Math.round(intake.databaseCpuUsPerRequest)} us`,
         rss: "",
         bare: `${Math.round(bare.rps)} req/s`,
         ratio: (intake.rps / bare.rps).toFixed(3)
@@ -400,6 +442,7 @@ const benchDelivery = (store: string, env: Record<string, string>) =>
         p50: `${figures.p50} ms`,
         p99: `${figures.p99} ms`,
         cpu: "",
+        databaseCpu: "",
         rss: `${figures.peakRssMb} MB`,
         bare: "",
         ratio: ""
@@ -485,7 +528,18 @@ const main = async () => {
 
   console.log("")
   printTable(
-    ["store", "workload", "throughput", "p50", "p99", "CPU/request", "peak RSS", "node:http", "ratio"],
+    [
+      "store",
+      "workload",
+      "throughput",
+      "p50",
+      "p99",
+      "CPU/request",
+      "database CPU/request",
+      "peak RSS",
+      "node:http",
+      "ratio"
+    ],
     rows.map((row) => [
       row.store,
       row.workload,
@@ -493,6 +547,7 @@ const main = async () => {
       row.p50,
       row.p99,
       row.cpu,
+      row.databaseCpu,
       row.rss,
       row.bare,
       row.ratio
