@@ -97,8 +97,10 @@ const databaseBackendsCpu = (database: string) => {
     if (!/^\d+$/.test(entry)) continue
     try {
       const title = readFileSync(`/proc/${entry}/cmdline`, "utf8")
-      if (title.startsWith("postgres: ") && title.split(/[\s\0]+/).includes(database))
-        backends.set(Number(entry), cpuMicros(Number(entry)))
+      if (!title.startsWith("postgres: ") || !title.split(/[\s\0]+/).includes(database)) continue
+      const micros = cpuMicros(Number(entry))
+      // A backend that ended between the two reads has no CPU figure: it is left out, not NaN.
+      if (!Number.isNaN(micros)) backends.set(Number(entry), micros)
     } catch {
       // gone meanwhile, or not ours to read
     }
