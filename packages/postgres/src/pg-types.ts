@@ -19,6 +19,24 @@ const twoDigits = (text: string, at: number) => {
   return isDigit(high) && isDigit(low) ? (high - 48) * 10 + (low - 48) : Number.NaN
 }
 
+// The date part (`2026-11-21`) of the last value read, and its midnight UTC in epoch
+// milliseconds: a page of rows mostly shares the day, so Date.UTC runs once per day seen.
+let cachedDayText = ""
+let cachedDayMillis = 0
+
+/** Midnight UTC of the `YYYY-MM-DD` that `text` starts with; NaN when it is not one this reads. */
+const dayMillis = (text: string) => {
+  if (cachedDayText.length === 10 && text.startsWith(cachedDayText)) return cachedDayMillis
+  const year = twoDigits(text, 0) * 100 + twoDigits(text, 2)
+  // Date.UTC maps years 0-99 to 1900-1999: such dates go to pg's parser.
+  if (!(year >= 100)) return Number.NaN
+  const millis = Date.UTC(year, twoDigits(text, 5) - 1, twoDigits(text, 8))
+  if (Number.isNaN(millis)) return millis
+  cachedDayText = text.slice(0, 10)
+  cachedDayMillis = millis
+  return millis
+}
+
 /** `YYYY-MM-DD HH:MM:SS[.f+](+|-)HH[:MM[:SS]]`, as PostgreSQL writes a timestamptz; undefined otherwise. */
 const isoTimestamptz = (text: string): Date | undefined => {
   if (
@@ -29,9 +47,7 @@ const isoTimestamptz = (text: string): Date | undefined => {
   )
     return undefined
   if (text.charCodeAt(13) !== 58 || text.charCodeAt(16) !== 58) return undefined
-  const year = twoDigits(text, 0) * 100 + twoDigits(text, 2)
-  const month = twoDigits(text, 5)
-  const day = twoDigits(text, 8)
+  const day = dayMillis(text)
   const hour = twoDigits(text, 11)
   const minute = twoDigits(text, 14)
   const second = twoDigits(text, 17)
@@ -58,9 +74,9 @@ const isoTimestamptz = (text: string): Date | undefined => {
     }
   }
   if (at !== text.length) return undefined
-  const utc = Date.UTC(year, month - 1, day, hour, minute, second, millis) - sign * offsetSeconds * 1000
-  // Date.UTC maps years 0-99 to 1900-1999: such dates go to pg's parser.
-  return Number.isNaN(utc) || year < 100 ? undefined : new Date(utc)
+  // Hours, minutes and seconds in range, as PostgreSQL writes them: plain arithmetic is Date.UTC's answer.
+  const utc = day + ((hour * 60 + minute) * 60 + second - sign * offsetSeconds) * 1000 + millis
+  return Number.isNaN(utc) ? undefined : new Date(utc)
 }
 
 export const parseTimestamptz = (text: string): Date => isoTimestamptz(text) ?? defaultTimestamptz(text)

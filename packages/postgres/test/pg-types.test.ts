@@ -26,3 +26,37 @@ describe("parseTimestamptz", () => {
     else expect(ours).toEqual(theirs)
   })
 })
+
+describe("parseTimestamptz, value after value", () => {
+  it("reads a run of values as pg's parser does, within a day, across days and back", () => {
+    const start = Date.UTC(2026, 10, 21, 23, 59, 58, 7)
+    const offsets = ["+00", "+05:30", "-08", "+01:02:03"]
+    const texts: Array<string> = []
+    for (let i = 0; i < 300; i++) {
+      const millis = start + i * 997_123
+      const iso = new Date(millis).toISOString()
+      texts.push(
+        `${iso.slice(0, 10)} ${iso.slice(11, 23)}${i % 3 === 0 ? "456" : ""}${offsets[i % offsets.length]}`
+      )
+    }
+    for (const text of [...texts, ...[...texts].reverse(), "infinity", ...texts]) {
+      const theirs = pgParser(text)
+      const ours = parseTimestamptz(text)
+      if (theirs instanceof Date) expect([text, ours.getTime()]).toEqual([text, theirs.getTime()])
+      else expect(ours).toEqual(theirs)
+    }
+  })
+
+  it("does not take a day it could not read for the one before", () => {
+    expect(parseTimestamptz("2026-11-21 10:00:00+00").getTime()).toBe(
+      pgParser("2026-11-21 10:00:00+00").getTime()
+    )
+    for (const text of ["2026-11-2x 10:00:00+00", "0099-11-21 10:00:00+00", "2026-11-21 1x:00:00+00"]) {
+      const theirs = pgParser(text)
+      const ours = parseTimestamptz(text)
+      if (theirs instanceof Date) expect(ours.getTime()).toBe(theirs.getTime())
+      else expect(ours).toEqual(theirs)
+    }
+    expect(parseTimestamptz("2026-11-21 10:00:00+00").getTime()).toBe(Date.UTC(2026, 10, 21, 10))
+  })
+})

@@ -1,0 +1,43 @@
+import { describe, expect, it } from "@effect/vitest"
+import { WireShapes } from "@intake/domain"
+
+const DAY = 86_400_000
+const rendered = (millis: number) => new Date(millis).toISOString()
+
+describe("isoTimestamp", () => {
+  it("renders what toISOString renders, within a day, across days and back to a day seen before", () => {
+    const start = Date.UTC(2026, 10, 21, 23, 59, 58, 7)
+    // Steps of a minute and 7 ms for three days, then the same instants backwards: every
+    // hour and minute, varied seconds and milliseconds, day changes both ways, the cached day
+    // reused and replaced.
+    const forward = Array.from({ length: Math.ceil((3 * DAY) / 60_007) }, (_, i) => start + i * 60_007)
+    for (const millis of [...forward, ...[...forward].reverse()]) {
+      expect(WireShapes.isoTimestamp(millis)).toBe(rendered(millis))
+    }
+  })
+
+  it.each([
+    0,
+    -1,
+    -DAY,
+    -DAY + 1,
+    DAY - 1,
+    Date.UTC(1969, 11, 31, 23, 59, 59, 999),
+    Date.UTC(2024, 1, 29, 12, 0, 0, 0),
+    Date.UTC(9999, 11, 31, 23, 59, 59, 999),
+    Date.UTC(10000, 0, 1),
+    Date.UTC(-1, 0, 1),
+    Date.UTC(0, 0, 1, 0, 0, 0, 1) - 1,
+    8.64e15,
+    -8.64e15
+  ])("renders %d as toISOString does, outside the years 0000-9999 included", (millis) => {
+    expect(WireShapes.isoTimestamp(millis)).toBe(rendered(millis))
+    // Again, now that its day may be the cached one.
+    expect(WireShapes.isoTimestamp(millis)).toBe(rendered(millis))
+  })
+
+  it("refuses what toISOString refuses", () => {
+    expect(() => WireShapes.isoTimestamp(Number.NaN)).toThrow(RangeError)
+    expect(() => WireShapes.isoTimestamp(8.64e15 + 1)).toThrow(RangeError)
+  })
+})
