@@ -18,7 +18,9 @@ let cachedDayPrefix = ""
  * fifty records renders a hundred of these: the day's part is kept from the last call and
  * the time of day is put together from tables, which costs a tenth of building a Date.
  */
-export const isoTimestamp = (millis: number): string => {
+export const isoTimestamp = (input: number): string => {
+  // Whole milliseconds, as a Date keeps them (it drops a fraction toward zero).
+  const millis = Math.trunc(input)
   const day = Math.floor(millis / DAY_MS)
   if (day !== cachedDay) {
     const full = new Date(millis).toISOString()

@@ -29,8 +29,12 @@ describe("isoTimestamp", () => {
     Date.UTC(-1, 0, 1),
     Date.UTC(0, 0, 1, 0, 0, 0, 1) - 1,
     8.64e15,
-    -8.64e15
-  ])("renders %d as toISOString does, outside the years 0000-9999 included", (millis) => {
+    -8.64e15,
+    1.5,
+    -1.5,
+    -0.5,
+    Date.UTC(2026, 10, 21, 10, 0, 0, 999) + 0.75
+  ])("renders %d as toISOString does, outside the years 0000-9999 and fractions included", (millis) => {
     expect(WireShapes.isoTimestamp(millis)).toBe(rendered(millis))
     // Again, now that its day may be the cached one.
     expect(WireShapes.isoTimestamp(millis)).toBe(rendered(millis))
