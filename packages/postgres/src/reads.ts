@@ -84,16 +84,22 @@ const preparedQuery = (name: string, text: string, values: Array<unknown>): Quer
   return query
 }
 
+/**
+ * One statement. It registers no canceler: an `Effect.async` with one costs an `onInterrupt`
+ * region (a mask, a match and a cleanup step) per statement, and only a unit of work has
+ * something to cancel, which `directTransaction` does once, when it is interrupted.
+ */
 const send = <R extends QueryResult>(
   target: Pool | PoolClient,
   config: QueryConfig | QueryArrayConfig | Query,
-  onInterrupt?: Effect.Effect<void>
+  inFlight?: { pending: number }
 ) =>
   Effect.async<R, SqlError>((resume) => {
-    target.query(config as QueryConfig, (error: Error | undefined, result: QueryResult) =>
+    if (inFlight !== undefined) inFlight.pending++
+    target.query(config as QueryConfig, (error: Error | undefined, result: QueryResult) => {
+      if (inFlight !== undefined) inFlight.pending--
       resume(error ? Effect.fail(failed(error)) : Effect.succeed(result as R))
-    )
-    return onInterrupt
+    })
   })
 
 /**
@@ -103,15 +109,14 @@ const send = <R extends QueryResult>(
 class TransactionClient implements Connection {
   /** An error the client reported between statements: the pool drops it when released. */
   broken: Error | undefined
-  readonly cancel: Effect.Effect<void>
-  constructor(
-    readonly client: PoolClient,
-    pool: Pool
-  ) {
-    this.cancel = cancelStatement(pool, client)
+  /** Statements sent and not yet answered: more than none only when the unit of work was interrupted. */
+  pending = 0
+  constructor(readonly client: PoolClient) {}
+  send<R extends QueryResult>(config: QueryConfig | QueryArrayConfig | Query) {
+    return send<R>(this.client, config, this)
   }
   rows(config: QueryConfig | QueryArrayConfig | Query): Effect.Effect<ReadonlyArray<Row>, SqlError> {
-    return Effect.map(send(this.client, config, this.cancel), (result) => result.rows as ReadonlyArray<Row>)
+    return Effect.map(this.send(config), (result) => result.rows as ReadonlyArray<Row>)
   }
   execute(
     text: string,
@@ -122,7 +127,7 @@ class TransactionClient implements Connection {
     return transformRows === undefined ? rows : Effect.map(rows, (rows) => transformRows(rows as Array<Row>))
   }
   executeRaw(text: string, values: ReadonlyArray<unknown>) {
-    return send(this.client, { text, values: values as Array<unknown> }, this.cancel)
+    return this.send({ text, values: values as Array<unknown> })
   }
   executeStream(
     text: string,
@@ -168,9 +173,9 @@ const checkout = (pool: Pool) =>
 
 /**
  * `self` in a transaction on one client of the pool: BEGIN, then COMMIT when it succeeds,
- * ROLLBACK otherwise (an interruption included). The client goes back to the pool, or is
- * dropped when a COMMIT or ROLLBACK failed or it reported an error: a session in an
- * unknown state never serves another statement. A COMMIT that failed fails with its SqlError.
+ * ROLLBACK otherwise (an interruption included; a statement it left running is cancelled
+ * first). The client goes back to the pool, or is dropped when a COMMIT or ROLLBACK failed
+ * or it reported an error: a session in an unknown state never serves another statement. A COMMIT that failed fails with its SqlError.
  */
 export const directTransaction = <A, E, R>(
   pool: Pool,
@@ -178,7 +183,7 @@ export const directTransaction = <A, E, R>(
 ): Effect.Effect<A, E | SqlError, R> =>
   Effect.uninterruptibleMask((restore) =>
     Effect.flatMap(restore(checkout(pool)), (client) => {
-      const connection = new TransactionClient(client, pool)
+      const connection = new TransactionClient(client)
       const onError = (error: Error) => {
         connection.broken = error
       }
@@ -200,7 +205,12 @@ export const directTransaction = <A, E, R>(
               onSuccess: () => Effect.zipRight(release(), exit)
             })
           : Effect.zipRight(
-              Effect.matchEffect(command("ROLLBACK"), { onFailure: release, onSuccess: () => release() }),
+              Effect.zipRight(
+                // Interrupted mid-statement: the statement is ended first, or the ROLLBACK
+                // queued behind it would wait for it (a lock wait, a slow query).
+                connection.pending > 0 ? cancelStatement(pool, client) : Effect.void,
+                Effect.matchEffect(command("ROLLBACK"), { onFailure: release, onSuccess: () => release() })
+              ),
               exit
             )
       )
