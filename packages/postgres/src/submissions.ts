@@ -24,10 +24,11 @@ import { preparedStatements, type SqlText, statement } from "./reads.js"
 import { fromJson, type Row, stored, toDate, toMillis, toNumber } from "./storage.js"
 import { endpointFromRow } from "./webhooks.js"
 
-/** A page of a workspace's bots with each one's submission_count (a counter column, kept by a trigger). */
+/** A page of a workspace's bots with each one's submission count (intake_bot_counts, kept by a trigger). */
 export const listBotsQuery = (sql: SqlClient.SqlClient, workspaceId: string, page: PageRequest) =>
-  sql<Row>`SELECT b.*
-    FROM intake_bots b
+  sql<Row>`SELECT b.id, b.workspace_id, b.name, b.description, b.status, b.share_slug, b.schema,
+      b.schema_version, b.created_at, b.updated_at, coalesce(c.submissions, 0) AS submission_count
+    FROM intake_bots b LEFT JOIN intake_bot_counts c ON c.intake_bot_id = b.id
     WHERE ${sql.and([sql`b.workspace_id = ${workspaceId}`, ...afterPosition(sql, "b", page.after)])}
     ORDER BY b.created_at DESC, b.id DESC
     LIMIT ${page.limit + 1}`
@@ -158,7 +159,7 @@ export const PgIntakeBotRepository = Layer.effect(
             findOne
           )
         ),
-      // One query: each bot's submission_count is its counter column.
+      // One query: each bot's count is its row of intake_bot_counts (none: no submission yet).
       list: (workspaceId, page) =>
         stored("intakeBots.list")(
           Effect.map(listBotsQuery(sql, workspaceId, page), (rows) =>
