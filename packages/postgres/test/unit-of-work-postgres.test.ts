@@ -6,24 +6,17 @@
 import { SqlClient } from "@effect/sql"
 import { expect, layer } from "@effect/vitest"
 import { UnitOfWork } from "@intake/domain"
-import { Duration, Effect, Fiber, Layer, Redacted, Schedule } from "effect"
-import { layerPostgres } from "../src/pg-pool.js"
+import { Duration, Effect, Fiber, Layer, Schedule } from "effect"
 import { preparedStatements, statement } from "../src/reads.js"
-import { freshDatabaseUrl } from "../src/testing.js"
+import { PostgresTestDatabase } from "../src/testing.js"
 import { PgUnitOfWork } from "../src/unit-of-work.js"
 import { describePostgres } from "./support.js"
 
-const database = Layer.unwrapScoped(
-  Effect.map(freshDatabaseUrl(), (fresh) =>
-    layerPostgres({
-      url: Redacted.make(fresh.url),
-      maxConnections: 3,
-      connectTimeout: Duration.seconds(5),
-      // Far longer than the test waits: only a cancel can end the statement in time.
-      queryTimeout: Duration.seconds(60)
-    })
-  )
-)
+const database = PostgresTestDatabase(undefined, {
+  maxConnections: 3,
+  // Far longer than the test waits: only a cancel can end the statement in time.
+  queryTimeout: Duration.seconds(60)
+})
 
 describePostgres("a unit of work on PostgreSQL", () => {
   layer(PgUnitOfWork.pipe(Layer.provideMerge(database)), {
