@@ -175,7 +175,8 @@ const checkout = (pool: Pool) =>
  * `self` in a transaction on one client of the pool: BEGIN, then COMMIT when it succeeds,
  * ROLLBACK otherwise (an interruption included; a statement it left running is cancelled
  * first). The client goes back to the pool, or is dropped when a COMMIT or ROLLBACK failed
- * or it reported an error: a session in an unknown state never serves another statement. A COMMIT that failed fails with its SqlError.
+ * or it reported an error: a session in an unknown state never serves another statement.
+ * A COMMIT that failed fails with its SqlError.
  */
 export const directTransaction = <A, E, R>(
   pool: Pool,

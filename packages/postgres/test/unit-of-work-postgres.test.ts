@@ -33,6 +33,12 @@ describePostgres("a unit of work on PostgreSQL", () => {
           yield* sql`CREATE TABLE counters (id int PRIMARY KEY, n int NOT NULL)`
           yield* sql`INSERT INTO counters VALUES (1, 0)`
 
+          const sleeping = Effect.map(
+            sql<{ n: number }>`SELECT count(*)::int AS n FROM pg_stat_activity
+              WHERE state = 'active' AND query LIKE 'SELECT pg_sleep%'`,
+            (rows) => rows[0]!.n
+          )
+
           const running = yield* Effect.fork(
             unitOfWork.transaction(
               Effect.zipRight(
@@ -42,11 +48,10 @@ describePostgres("a unit of work on PostgreSQL", () => {
             )
           )
           // Until the sleep runs: the update holds the row's lock.
-          yield* Effect.repeat(
-            sql<{ n: number }>`SELECT count(*)::int AS n FROM pg_stat_activity
-              WHERE state = 'active' AND query LIKE 'SELECT pg_sleep%'`,
-            { until: (rows) => rows[0]!.n === 1, schedule: Schedule.spaced("20 millis") }
-          ).pipe(Effect.timeout("10 seconds"))
+          yield* Effect.repeat(sleeping, {
+            until: (n) => n === 1,
+            schedule: Schedule.spaced("20 millis")
+          }).pipe(Effect.timeout("10 seconds"))
 
           const [stoppedAfter] = yield* Effect.timed(Fiber.interrupt(running))
           expect(Duration.toMillis(stoppedAfter)).toBeLessThan(5_000)
@@ -57,9 +62,7 @@ describePostgres("a unit of work on PostgreSQL", () => {
           )
           expect(rows[0]!.n).toBe(10)
           expect(Duration.toMillis(written)).toBeLessThan(2_000)
-          const [sleeping] = yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM pg_stat_activity
-            WHERE state = 'active' AND query LIKE 'SELECT pg_sleep%'`
-          expect(sleeping!.n).toBe(0)
+          expect(yield* sleeping).toBe(0)
         })
     )
   })
