@@ -55,6 +55,11 @@ export interface ServerProcess {
   readonly output: () => { readonly stdout: string; readonly stderr: string }
   /** The demo key the embedded store printed at start, if it printed one. */
   readonly demoKey: string | undefined
+  /**
+   * Waits until stdout matches `pattern` (true), or `withinMs` passes (false): log lines
+   * leave the process up to 50 ms after they are logged (docs/choices.md, Logs).
+   */
+  readonly waitForStdout: (pattern: RegExp, withinMs: number) => Effect.Effect<boolean>
 }
 
 /** A data directory of its own for the embedded database, removed when the scope closes. */
@@ -114,7 +119,8 @@ export const startServer = (env: Record<string, string>) =>
       baseUrl: `http://127.0.0.1:${port}`,
       child,
       output: () => ({ stdout, stderr }),
-      demoKey
+      demoKey,
+      waitForStdout: waitFor
     } satisfies ServerProcess
   })
 

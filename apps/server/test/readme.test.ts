@@ -74,7 +74,9 @@ it.live(
       // The receiver verified the delivery and printed it; the delivery log says it succeeded.
       expect(result.stdout).toMatch(/received submission\.completed sub_[a-z0-9]+\n/)
       expect(result.stdout).toMatch(/"status":"succeeded"/)
-      // What the server answered, request by request, from its own log lines.
+      // What the server answered, request by request, from its own log lines (the last one
+      // may still be on its way).
+      yield* server.waitForStdout(/"method":"DELETE","route":"\/v1\/webhooks\/:id"/, 5_000)
       const answered = server
         .output()
         .stdout.slice(logStart)

@@ -4,10 +4,12 @@
  * delivery attempt) has its fields at the top level of the line, beside the level and
  * the time, so a log pipeline can filter on them without unpacking a nested message.
  */
+import { WireShapes } from "@intake/domain"
 import {
   Cause,
   Config,
   ConfigError,
+  Effect,
   Either,
   FiberRef,
   FiberRefs,
@@ -43,6 +45,8 @@ export const logLevelConfig: Config.Config<LogLevel.LogLevel> = Config.string("L
   })
 )
 
+const { isoTimestamp } = WireShapes
+
 const isPlainObject = (value: unknown): value is Record<string, unknown> =>
   typeof value === "object" && value !== null && Object.getPrototypeOf(value) === Object.prototype
 
@@ -73,7 +77,7 @@ const levelName = (level: LogLevel.LogLevel) => {
  */
 export const jsonLineLogger = Logger.make<unknown, string>(
   ({ message, logLevel, date, cause, annotations, context }) => {
-    const line: Record<string, unknown> = { level: levelName(logLevel), time: date.toISOString() }
+    const line: Record<string, unknown> = { level: levelName(logLevel), time: isoTimestamp(date.getTime()) }
     const single = Array.isArray(message) && message.length === 1 ? message[0] : message
     if (isPlainObject(single)) Object.assign(line, single)
     else line.message = single instanceof Error ? { name: single.name, message: single.message } : single
@@ -90,29 +94,69 @@ export const jsonLineLogger = Logger.make<unknown, string>(
   }
 )
 
+/** How long a line may wait for others before they leave in one write (docs/choices.md, Logs). */
+export const LOG_FLUSH_DELAY_MS = 50
+/** Pending lines of this many characters leave at once, whatever the delay. */
+export const LOG_FLUSH_CHARS = 64 * 1024
+
 /**
- * Lines on stdout, written once per turn of the event loop: under load a request's line
- * joins the others of its turn in one write instead of costing a write of its own. What is
- * pending is written before the process exits.
+ * Lines on stdout, gathered for at most LOG_FLUSH_DELAY_MS (or LOG_FLUSH_CHARS) and written
+ * in one call: a write to a file or a pipe is a system call on the event loop's thread, and
+ * under load one per turn cost more than building the lines (docs/choices.md, Logs). What is
+ * pending is written when the layer closes and, failing that, before the process exits.
  */
 const makeStdoutSink = () => {
   let pending: Array<string> = []
+  let chars = 0
+  let timer: ReturnType<typeof setTimeout> | undefined
   const flush = () => {
+    if (timer !== undefined) {
+      clearTimeout(timer)
+      timer = undefined
+    }
     if (pending.length === 0) return
     const text = `${pending.join("\n")}\n`
     pending = []
+    chars = 0
     process.stdout.write(text)
   }
-  process.once("exit", flush)
-  return (line: string) => {
-    if (pending.length === 0) setImmediate(flush)
+  const write = (line: string) => {
     pending.push(line)
+    chars += line.length
+    if (chars >= LOG_FLUSH_CHARS) flush()
+    else if (timer === undefined) {
+      timer = setTimeout(flush, LOG_FLUSH_DELAY_MS)
+      // The exit hook and the layer's finalizer write what is pending: the timer keeps no process alive.
+      timer.unref()
+    }
   }
+  return { write, flush }
 }
 
-/** Replaces the default logger with the JSON lines on stdout, at `level` and above. */
+/**
+ * Replaces the default logger with the JSON lines on stdout, at `level` and above. Effect's
+ * tracer logger goes too: it copies each log into the current span, and no span is
+ * exported here, so it was work for nothing on every line.
+ */
 export const loggingLayer = (level: LogLevel.LogLevel) =>
-  Layer.merge(
-    Layer.suspend(() => Logger.replace(Logger.defaultLogger, Logger.map(jsonLineLogger, makeStdoutSink()))),
+  Layer.mergeAll(
+    Layer.unwrapScoped(
+      Effect.map(
+        Effect.acquireRelease(
+          Effect.sync(() => {
+            const sink = makeStdoutSink()
+            process.once("exit", sink.flush)
+            return sink
+          }),
+          (sink) =>
+            Effect.sync(() => {
+              sink.flush()
+              process.removeListener("exit", sink.flush)
+            })
+        ),
+        (sink) => Logger.replace(Logger.defaultLogger, Logger.map(jsonLineLogger, sink.write))
+      )
+    ),
+    Logger.remove(Logger.tracerLogger),
     Logger.minimumLogLevel(level)
   )

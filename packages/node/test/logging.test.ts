@@ -5,7 +5,23 @@
 import { describe, expect, it } from "@effect/vitest"
 import { ConfigProvider, Effect, Either, LogLevel } from "effect"
 import { vi } from "vitest"
-import { loggingLayer, logLevelConfig } from "../src/logging.js"
+import { LOG_FLUSH_CHARS, LOG_FLUSH_DELAY_MS, loggingLayer, logLevelConfig } from "../src/logging.js"
+
+/** What the loggers write to stdout, one entry per write, for the rest of the test's scope. */
+const capturedWrites = Effect.acquireRelease(
+  Effect.sync(() => {
+    const writes: Array<string> = []
+    const spy = vi.spyOn(process.stdout, "write").mockImplementation((chunk: unknown) => {
+      writes.push(String(chunk))
+      return true
+    })
+    return { writes, spy }
+  }),
+  ({ spy }) => Effect.sync(() => spy.mockRestore())
+).pipe(Effect.map(({ writes }) => writes))
+
+/** Waits on the real clock: the sink's timer is node's, not the test clock's. */
+const realSleep = (ms: number) => Effect.promise(() => new Promise((resolve) => setTimeout(resolve, ms)))
 
 const levelFrom = (env: Record<string, string>) =>
   Effect.either(
@@ -40,55 +56,64 @@ describe("LOG_LEVEL", () => {
     })
   )
 
-  it.effect("at warning, info lines are dropped and a warning is one JSON line with its fields on top", () =>
+  it.scoped("at warning, info lines are dropped and a warning is one JSON line with its fields on top", () =>
     Effect.gen(function* () {
-      const written: Array<string> = []
-      const spy = vi.spyOn(process.stdout, "write").mockImplementation((chunk: unknown) => {
-        written.push(
-          ...String(chunk)
-            .split("\n")
-            .filter((line) => line !== "")
-        )
-        return true
-      })
+      const writes = yield* capturedWrites
       yield* Effect.gen(function* () {
         yield* Effect.logInfo({ message: "request", route: "/v1/intake-bots" })
         yield* Effect.logWarning({ message: "database does not answer", database: "down" })
-        // Lines are written once per turn of the event loop.
-        yield* Effect.promise(() => new Promise((resolve) => setImmediate(resolve)))
-      }).pipe(
-        Effect.provide(loggingLayer(LogLevel.Warning)),
-        Effect.ensuring(Effect.sync(() => spy.mockRestore()))
-      )
+      }).pipe(Effect.provide(loggingLayer(LogLevel.Warning)))
+      const written = writes.flatMap((chunk) => chunk.split("\n").filter((line) => line !== ""))
       expect(written).toHaveLength(1)
       const line = JSON.parse(written[0]!)
       expect(line).toMatchObject({ level: "warn", message: "database does not answer", database: "down" })
-      expect(typeof line.time).toBe("string")
+      expect(line.time).toBe(new Date(line.time).toISOString())
     })
   )
 
-  it.effect("lines logged in one turn of the event loop leave in one write, in order", () =>
-    Effect.gen(function* () {
-      const writes: Array<string> = []
-      const spy = vi.spyOn(process.stdout, "write").mockImplementation((chunk: unknown) => {
-        writes.push(String(chunk))
-        return true
+  it.scoped(
+    "lines logged in several turns within the flush delay leave in one write, in order, once the delay has passed",
+    () =>
+      Effect.gen(function* () {
+        const writes = yield* capturedWrites
+        yield* Effect.gen(function* () {
+          // Three lines, each in a turn of the event loop of its own.
+          for (const n of [1, 2, 3]) {
+            yield* Effect.logInfo({ message: "request", n })
+            yield* Effect.promise(() => new Promise((resolve) => setImmediate(resolve)))
+          }
+          expect(writes).toHaveLength(0)
+          yield* realSleep(LOG_FLUSH_DELAY_MS * 3)
+          expect(writes).toHaveLength(1)
+          yield* Effect.logInfo({ message: "request", n: 4 })
+          yield* realSleep(LOG_FLUSH_DELAY_MS * 3)
+          expect(writes).toHaveLength(2)
+        }).pipe(Effect.provide(loggingLayer(LogLevel.Info)))
+        expect(writes[0]!.endsWith("\n")).toBe(true)
+        expect(
+          writes[0]!
+            .trimEnd()
+            .split("\n")
+            .map((line) => JSON.parse(line).n)
+        ).toEqual([1, 2, 3])
+        expect(JSON.parse(writes[1]!).n).toBe(4)
       })
+  )
+
+  it.scoped("lines past the size bound leave at once, and what is pending leaves when the layer closes", () =>
+    Effect.gen(function* () {
+      const writes = yield* capturedWrites
+      const filler = "x".repeat(LOG_FLUSH_CHARS / 4)
       yield* Effect.gen(function* () {
-        for (const n of [1, 2, 3]) yield* Effect.logInfo({ message: "request", n })
-        yield* Effect.promise(() => new Promise((resolve) => setImmediate(resolve)))
-      }).pipe(
-        Effect.provide(loggingLayer(LogLevel.Info)),
-        Effect.ensuring(Effect.sync(() => spy.mockRestore()))
-      )
-      expect(writes).toHaveLength(1)
-      expect(writes[0]!.endsWith("\n")).toBe(true)
-      expect(
-        writes[0]!
-          .trimEnd()
-          .split("\n")
-          .map((line) => JSON.parse(line).n)
-      ).toEqual([1, 2, 3])
+        for (const n of [1, 2, 3, 4]) yield* Effect.logInfo({ message: "big", n, filler })
+        // Four lines of a quarter of the bound each (and their fields): the fourth crosses it.
+        expect(writes).toHaveLength(1)
+        yield* Effect.logInfo({ message: "small", n: 5 })
+        expect(writes).toHaveLength(1)
+      }).pipe(Effect.provide(loggingLayer(LogLevel.Info)))
+      expect(writes).toHaveLength(2)
+      const lines = writes.flatMap((chunk) => chunk.trimEnd().split("\n")).map((line) => JSON.parse(line).n)
+      expect(lines).toEqual([1, 2, 3, 4, 5])
     })
   )
 })
