@@ -94,7 +94,7 @@ export const jsonLineLogger = Logger.make<unknown, string>(
   }
 )
 
-/** How long a line may wait for others before they leave in one write (docs/choices.md, Logs). */
+/** How long a line may wait for others before they leave in one write (docs/choices.md, Performance at the edge). */
 export const LOG_FLUSH_DELAY_MS = 50
 /** Pending lines of this many characters leave at once, whatever the delay. */
 export const LOG_FLUSH_CHARS = 64 * 1024
@@ -102,7 +102,7 @@ export const LOG_FLUSH_CHARS = 64 * 1024
 /**
  * Lines on stdout, gathered for at most LOG_FLUSH_DELAY_MS (or LOG_FLUSH_CHARS) and written
  * in one call: a write to a file or a pipe is a system call on the event loop's thread, and
- * under load one per turn cost more than building the lines (docs/choices.md, Logs). What is
+ * under load one per turn cost more than building the lines (docs/choices.md, Performance at the edge). What is
  * pending is written when the layer closes and, failing that, before the process exits.
  */
 const makeStdoutSink = () => {
@@ -120,7 +120,13 @@ const makeStdoutSink = () => {
     chars = 0
     process.stdout.write(text)
   }
+  let closed = false
   const write = (line: string) => {
+    // A line logged after the layer closed (a fiber that outlived it) leaves at once.
+    if (closed) {
+      process.stdout.write(`${line}\n`)
+      return
+    }
     pending.push(line)
     chars += line.length
     if (chars >= LOG_FLUSH_CHARS) flush()
@@ -130,7 +136,11 @@ const makeStdoutSink = () => {
       timer.unref()
     }
   }
-  return { write, flush }
+  const close = () => {
+    flush()
+    closed = true
+  }
+  return { write, flush, close }
 }
 
 /**
@@ -150,7 +160,7 @@ export const loggingLayer = (level: LogLevel.LogLevel) =>
           }),
           (sink) =>
             Effect.sync(() => {
-              sink.flush()
+              sink.close()
               process.removeListener("exit", sink.flush)
             })
         ),

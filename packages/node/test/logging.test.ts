@@ -3,7 +3,7 @@
  * log at or above the level, fields at the top level, nothing below the level.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { ConfigProvider, Effect, Either, LogLevel } from "effect"
+import { ConfigProvider, Deferred, Effect, Either, Fiber, LogLevel } from "effect"
 import { vi } from "vitest"
 import { LOG_FLUSH_CHARS, LOG_FLUSH_DELAY_MS, loggingLayer, logLevelConfig } from "../src/logging.js"
 
@@ -114,6 +114,19 @@ describe("LOG_LEVEL", () => {
       expect(writes).toHaveLength(2)
       const lines = writes.flatMap((chunk) => chunk.trimEnd().split("\n")).map((line) => JSON.parse(line).n)
       expect(lines).toEqual([1, 2, 3, 4, 5])
+    })
+  )
+
+  it.scoped("a line logged by a fiber that outlived the layer leaves at once", () =>
+    Effect.gen(function* () {
+      const writes = yield* capturedWrites
+      const go = yield* Deferred.make<void>()
+      const late = yield* Effect.forkDaemon(
+        Effect.zipRight(Deferred.await(go), Effect.logInfo({ message: "late", n: 6 }))
+      ).pipe(Effect.provide(loggingLayer(LogLevel.Info)))
+      yield* Deferred.succeed(go, undefined)
+      yield* Fiber.join(late)
+      expect(writes.map((chunk) => JSON.parse(chunk).n)).toEqual([6])
     })
   )
 })
