@@ -10,6 +10,10 @@
 # The harness favours the second server a little: run it again with the checkouts swapped
 # (from the other checkout) before believing a difference under about 10%.
 #
+# With --at-once first, both servers take the same load at the same time instead, round
+# after round (bench/at-once.ts: --endpoints, --rounds, --seconds, --connections,
+# --warm-up): CPU per request side by side, steadier on a machine whose speed drifts.
+#
 # Knobs: VERSUS_A_ENV / VERSUS_B_ENV, extra variables for one side ("LOG_LEVEL=info" to
 # measure the request log); VERSUS_A_SQL / VERSUS_B_SQL, SQL run on that side's database
 # after its migrations and before seeding (an experiment: an index dropped, a trigger
@@ -19,7 +23,7 @@ set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 shared=${SHARED_BENCH:-$here/../shared/bench}
 [ -x "$shared/run-compare.sh" ] || { echo "versus-checkout: no harness at $shared (set SHARED_BENCH)" >&2; exit 2; }
-[ $# -ge 1 ] && [ "${1#-}" = "$1" ] || { echo "usage: $0 OTHER_CHECKOUT [harness options]" >&2; exit 2; }
+[ $# -ge 1 ] && [ "${1#-}" = "$1" ] || { echo "usage: $0 OTHER_CHECKOUT [--at-once] [harness options]" >&2; exit 2; }
 other=$(cd "$1" && pwd); shift
 [ -d "$other/node_modules" ] || { echo "versus-checkout: run pnpm install in $other first" >&2; exit 2; }
 
@@ -68,6 +72,12 @@ side b "$other" 2 "${VERSUS_B_ENV:-}" "${VERSUS_B_SQL:-}"
 
 get() { grep "^$2=" "$work/$1.env" | cut -d= -f2; }
 echo "A = $here${VERSUS_A_ENV:+ ($VERSUS_A_ENV)}; B = $other${VERSUS_B_ENV:+ ($VERSUS_B_ENV)}"
+target() { echo "$1=http://127.0.0.1:$(get "$2" PORT)/v1,$(get "$2" API_KEY),$(get "$2" BOT_ID),$(get "$2" PID)"; }
+if [ "${1:-}" = "--at-once" ]; then
+  shift
+  "$here/node_modules/.bin/tsx" "$here/bench/at-once.ts" "$@" "$(target A a)" "$(target B b)"
+  exit
+fi
 "$shared/run-compare.sh" \
   --a-name A --a-url "http://127.0.0.1:$(get a PORT)/v1" --a-key "$(get a API_KEY)" --a-bot "$(get a BOT_ID)" --a-pid "$(get a PID)" \
   --b-name B --b-url "http://127.0.0.1:$(get b PORT)/v1" --b-key "$(get b API_KEY)" --b-bot "$(get b BOT_ID)" --b-pid "$(get b PID)" \
