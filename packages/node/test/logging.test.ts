@@ -78,25 +78,30 @@ describe("LOG_LEVEL", () => {
         const writes = yield* capturedWrites
         yield* Effect.gen(function* () {
           // Three lines, each in a turn of the event loop of its own.
+          const started = performance.now()
           for (const n of [1, 2, 3]) {
             yield* Effect.logInfo({ message: "request", n })
             yield* Effect.promise(() => new Promise((resolve) => setImmediate(resolve)))
           }
-          expect(writes).toHaveLength(0)
+          // A machine too busy to turn the loop three times within the delay proves nothing here.
+          const withinDelay = performance.now() - started < LOG_FLUSH_DELAY_MS
+          if (withinDelay) expect(writes).toHaveLength(0)
           yield* realSleep(LOG_FLUSH_DELAY_MS * 3)
-          expect(writes).toHaveLength(1)
+          if (withinDelay) expect(writes).toHaveLength(1)
+          const written = writes.length
           yield* Effect.logInfo({ message: "request", n: 4 })
           yield* realSleep(LOG_FLUSH_DELAY_MS * 3)
-          expect(writes).toHaveLength(2)
+          expect(writes).toHaveLength(written + 1)
         }).pipe(Effect.provide(loggingLayer(LogLevel.Info)))
-        expect(writes[0]!.endsWith("\n")).toBe(true)
+        expect(writes.every((chunk) => chunk.endsWith("\n"))).toBe(true)
         expect(
-          writes[0]!
+          writes
+            .join("")
             .trimEnd()
             .split("\n")
             .map((line) => JSON.parse(line).n)
-        ).toEqual([1, 2, 3])
-        expect(JSON.parse(writes[1]!).n).toBe(4)
+        ).toEqual([1, 2, 3, 4])
+        expect(JSON.parse(writes.at(-1)!).n).toBe(4)
       })
   )
 
