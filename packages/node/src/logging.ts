@@ -9,6 +9,7 @@ import {
   Cause,
   Config,
   ConfigError,
+  Console,
   Effect,
   Either,
   FiberRef,
@@ -94,7 +95,10 @@ export const jsonLineLogger = Logger.make<unknown, string>(
   }
 )
 
-/** How long a line may wait for others before they leave in one write (docs/choices.md, Performance at the edge). */
+/**
+ * How long a line may wait for others before they leave in one write (docs/choices.md,
+ * Performance at the edge).
+ */
 export const LOG_FLUSH_DELAY_MS = 50
 /** Pending lines of this many characters leave at once, whatever the delay. */
 export const LOG_FLUSH_CHARS = 64 * 1024
@@ -102,8 +106,9 @@ export const LOG_FLUSH_CHARS = 64 * 1024
 /**
  * Lines on stdout, gathered for at most LOG_FLUSH_DELAY_MS (or LOG_FLUSH_CHARS) and written
  * in one call: a write to a file or a pipe is a system call on the event loop's thread, and
- * under load one per turn cost more than building the lines (docs/choices.md, Performance at the edge). What is
- * pending is written when the layer closes and, failing that, before the process exits.
+ * under load one per turn cost more than building the lines (docs/choices.md, Performance
+ * at the edge). What is pending is written when the layer closes and, failing that, before
+ * the process exits.
  */
 const makeStdoutSink = () => {
   let pending: Array<string> = []
@@ -144,9 +149,32 @@ const makeStdoutSink = () => {
 }
 
 /**
+ * The console, writing after the log lines still pending: what a process prints itself (the
+ * demo banner after "Intake listening") keeps its place among its log lines.
+ */
+const inOrder = (console: Console.Console, sink: { readonly flush: () => void }): Console.Console => {
+  const flushed =
+    <Args extends Array<unknown>>(print: (...args: Args) => Effect.Effect<void>) =>
+    (...args: Args) =>
+      Effect.zipRight(Effect.sync(sink.flush), print(...args))
+  return {
+    ...console,
+    log: flushed(console.log),
+    info: flushed(console.info),
+    warn: flushed(console.warn),
+    error: flushed(console.error),
+    debug: flushed(console.debug),
+    trace: flushed(console.trace),
+    table: flushed(console.table),
+    dir: flushed(console.dir)
+  }
+}
+
+/**
  * Replaces the default logger with the JSON lines on stdout, at `level` and above. Effect's
  * tracer logger goes too: it copies each log into the current span, and no span is
- * exported here, so it was work for nothing on every line.
+ * exported here, so it was work for nothing on every line. The console writes after the
+ * pending lines (`inOrder`).
  */
 export const loggingLayer = (level: LogLevel.LogLevel) =>
   Layer.mergeAll(
@@ -164,7 +192,13 @@ export const loggingLayer = (level: LogLevel.LogLevel) =>
               process.removeListener("exit", sink.flush)
             })
         ),
-        (sink) => Logger.replace(Logger.defaultLogger, Logger.map(jsonLineLogger, sink.write))
+        (sink) =>
+          Layer.merge(
+            Logger.replace(Logger.defaultLogger, Logger.map(jsonLineLogger, sink.write)),
+            Layer.unwrapEffect(
+              Effect.map(Effect.console, (console) => Console.setConsole(inOrder(console, sink)))
+            )
+          )
       )
     ),
     Logger.remove(Logger.tracerLogger),

@@ -3,7 +3,7 @@
  * log at or above the level, fields at the top level, nothing below the level.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { ConfigProvider, Deferred, Effect, Either, Fiber, LogLevel } from "effect"
+import { ConfigProvider, Console, Deferred, Effect, Either, Fiber, LogLevel } from "effect"
 import { vi } from "vitest"
 import { LOG_FLUSH_CHARS, LOG_FLUSH_DELAY_MS, loggingLayer, logLevelConfig } from "../src/logging.js"
 
@@ -119,6 +119,27 @@ describe("LOG_LEVEL", () => {
       expect(writes).toHaveLength(2)
       const lines = writes.flatMap((chunk) => chunk.trimEnd().split("\n")).map((line) => JSON.parse(line).n)
       expect(lines).toEqual([1, 2, 3, 4, 5])
+    })
+  )
+
+  it.scoped("what the process prints on the console comes after the lines logged before it", () =>
+    Effect.gen(function* () {
+      const writes = yield* capturedWrites
+      // The console the process had, recording into the same list as stdout's writes.
+      const recording: Console.Console = {
+        ...(yield* Effect.console),
+        log: (...args) => Effect.sync(() => writes.push(`${args.join(" ")}\n`))
+      }
+      yield* Effect.gen(function* () {
+        yield* Effect.logInfo({ message: "listening", n: 1 })
+        yield* Console.log("a banner")
+        yield* Effect.logInfo({ message: "request", n: 2 })
+      }).pipe(Effect.provide(loggingLayer(LogLevel.Info)), Effect.withConsole(recording))
+      expect(writes.join("").trimEnd().split("\n")).toEqual([
+        expect.stringContaining('"n":1'),
+        "a banner",
+        expect.stringContaining('"n":2')
+      ])
     })
   )
 
