@@ -13,9 +13,9 @@
  * sends them. Loopback addresses only.
  */
 import { randomBytes } from "node:crypto"
-import { readFileSync } from "node:fs"
 import { parseArgs } from "node:util"
 import autocannon from "autocannon"
+import { cpuMicros } from "./process-cpu.js"
 
 const { values: options, positionals } = parseArgs({
   allowPositionals: true,
@@ -53,12 +53,6 @@ const paths = {
   post: (t: Target) => `${t.root}/intake-bots/${t.bot}/submissions`
 } as const
 type Endpoint = keyof typeof paths
-
-/** CPU microseconds (user + system) a process has used, from /proc (ticks of 10 ms). */
-const cpuMicros = (pid: number) => {
-  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ")
-  return (Number(fields[11]) + Number(fields[12])) * 10_000
-}
 
 const runTag = randomBytes(4).toString("hex")
 let sequence = 0

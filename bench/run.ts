@@ -31,6 +31,7 @@ import { allScopes } from "@intake/domain"
 import { freshDatabaseUrl, probeTestServer } from "@intake/postgres/testing"
 import autocannon from "autocannon"
 import { Effect, Either, Exit, Scope } from "effect"
+import { cpuMicros } from "./process-cpu.js"
 import type { RoundTripCounts } from "./round-trips.js"
 
 const WARMUP_SECONDS = Number(process.env.BENCH_WARMUP ?? 1)
@@ -66,21 +67,6 @@ const peakRssMb = (pid: number | undefined) => {
     const status = readFileSync(`/proc/${pid}/status`, "utf8")
     const kb = Number(/VmHWM:\s+(\d+)/.exec(status)?.[1])
     return Math.round(kb / 1024)
-  } catch {
-    return Number.NaN
-  }
-}
-
-/**
- * CPU time a process has used, in microseconds (user + system, from /proc; Linux counts it
- * in USER_HZ ticks of 10 ms). NaN elsewhere.
- */
-const cpuMicros = (pid: number | undefined) => {
-  try {
-    // The fields after the command name, which may hold spaces, start after its ")".
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8")
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ")
-    return (Number(fields[11]) + Number(fields[12])) * 10_000
   } catch {
     return Number.NaN
   }
