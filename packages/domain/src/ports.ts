@@ -73,6 +73,13 @@ export class UnitOfWork extends Context.Tag("@intake/UnitOfWork")<
     readonly transaction: <A, E, R>(
       self: Effect.Effect<A, E, R>
     ) => Effect.Effect<A, E | StorageUnavailable, R>
+    /**
+     * Runs `step` as the last step of the unit of work it runs in: nothing runs in that unit
+     * after it. A storage may commit the unit with the step's final statement, in the same
+     * round trip (PostgreSQL: docs/choices.md, "Round trips of a create"); in a nested unit
+     * of work, or outside one, the step runs as it is.
+     */
+    readonly commitWith: <A, E, R>(step: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
   }
 >() {}
 

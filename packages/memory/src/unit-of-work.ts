@@ -4,5 +4,6 @@ import { MemoryDatabase } from "./database.js"
 
 export const MemoryUnitOfWork = Layer.effect(
   UnitOfWork,
-  Effect.map(MemoryDatabase, (db) => ({ transaction: db.transaction }))
+  // A memory unit of work commits when its effect ends: its last step needs nothing more.
+  Effect.map(MemoryDatabase, (db) => ({ transaction: db.transaction, commitWith: (step) => step }))
 )

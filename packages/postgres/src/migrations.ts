@@ -8,6 +8,9 @@
  * milliseconds); documents are `json`, not `jsonb`, so that a stored response or a
  * submission's data comes back with its keys in the order they were given.
  */
+/** The SQLSTATE of `intake_quota_used_up` (migration 9): a class of Intake's own. */
+export const QUOTA_USED_UP_SQLSTATE = "IQ429"
+
 export interface Migration {
   readonly id: number
   readonly name: string
@@ -293,6 +296,21 @@ export const migrations: ReadonlyArray<Migration> = [
         SELECT id, submission_count FROM intake_bots WHERE submission_count <> 0`
       // intake_bots.submission_count stays, no longer kept: instances of the previous version,
       // still serving during a rolling deploy, read it. A later migration drops it.
+    ]
+  },
+  {
+    id: 9,
+    name: "a used-up quota fails its statement",
+    statements: [
+      // docs/choices.md, "Round trips of a create": a create's last statement may carry the
+      // COMMIT, which PostgreSQL skips only when the statement fails. A reservation past the
+      // quota therefore fails it, with the count it found in DETAIL (submissions.ts).
+      `CREATE FUNCTION intake_quota_used_up(used bigint) RETURNS bigint LANGUAGE plpgsql AS $$
+        BEGIN
+          RAISE EXCEPTION 'the monthly submission quota is used up'
+            USING ERRCODE = '${QUOTA_USED_UP_SQLSTATE}', DETAIL = used::text;
+        END
+      $$`
     ]
   }
 ]

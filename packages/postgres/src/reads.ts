@@ -10,6 +10,13 @@
  * these statements run on the pool. PGlite has one session, shared with any open
  * transaction: there they go through SqlClient, as do statements inside a transaction
  * `@effect/sql` opened itself.
+ *
+ * A unit of work's last statement may carry its COMMIT (`finalStatements`,
+ * `UnitOfWork.commitWith`): both go in one write and PostgreSQL runs the COMMIT as soon as
+ * the statement is done, without waiting for this process to answer. A create's last
+ * statement locks the workspace's usage counter, so that lock is held for the statement and
+ * the commit only, not for a turn of a busy event loop in between (docs/choices.md, "Round
+ * trips of a create").
  */
 import { createHash } from "node:crypto"
 import { SqlClient } from "@effect/sql"
@@ -103,17 +110,78 @@ const send = <R extends QueryResult>(
   })
 
 /**
+ * A query whose COMMIT follows it in the same write (extended protocol: the statement's
+ * Bind and Execute, then COMMIT's Parse, Bind and Execute, then one Sync). When the
+ * statement fails, PostgreSQL skips everything up to the Sync, COMMIT included, and the
+ * transaction stays open and failed for the ROLLBACK. Its result is the statement's and the
+ * COMMIT's (pg answers an array of two).
+ */
+class CommittingQuery extends Query {
+  _getRows(connection: PgConnection, rows: number | undefined) {
+    connection.execute({ portal: (this as { portal?: string }).portal ?? "", rows })
+    connection.parse({ text: "COMMIT", name: "", types: [] })
+    connection.bind({})
+    connection.execute({})
+    connection.sync()
+  }
+}
+
+/** Whether `query` is a statement sent with its unit of work's COMMIT (for counting round trips). */
+export const carriesCommit = (query: unknown): boolean => query instanceof CommittingQuery
+
+/** What CommittingQuery writes with: pg's connection (its methods, not in @types/pg). */
+interface PgConnection {
+  readonly execute: (config: { readonly portal?: string; readonly rows?: number | undefined }) => void
+  readonly parse: (config: {
+    readonly text: string
+    readonly name: string
+    readonly types: Array<never>
+  }) => void
+  readonly bind: (config: object) => void
+  readonly sync: () => void
+}
+
+/** A statement sent on a unit of work that has committed: a bug of the caller, never sent. */
+export class StatementAfterCommit extends Error {
+  constructor(readonly text: string) {
+    super(`a statement was sent after its unit of work committed: ${text.slice(0, 80)}`)
+  }
+}
+
+/**
  * A unit of work's client, as `@effect/sql` takes a transaction's connection (so its
  * `sql` statements inside run on it), and for this module's prepared statements.
  */
-class TransactionClient implements Connection {
+export class TransactionClient implements Connection {
   /** An error the client reported between statements: the pool drops it when released. */
   broken: Error | undefined
   /** Statements sent and not yet answered: more than none only when the unit of work was interrupted. */
   pending = 0
+  /** Units of work running inside this one (UnitOfWork.transaction nested): their end is not this one's. */
+  nesting = 0
+  /** Set by UnitOfWork.commitWith: the next final statement outside any nested unit carries the COMMIT. */
+  commitsWithFinalStatement = false
+  /** The COMMIT went with a statement: nothing more may run on this unit of work. */
+  committed = false
   constructor(readonly client: PoolClient) {}
   send<R extends QueryResult>(config: QueryConfig | QueryArrayConfig | Query) {
+    if (this.committed) {
+      const text = (config as { readonly text?: unknown }).text
+      return Effect.die(new StatementAfterCommit(typeof text === "string" ? text : "?"))
+    }
     return send<R>(this.client, config, this)
+  }
+  /** `query` as the unit of work's last statement: with its COMMIT when commitWith asked for it. */
+  final(name: string, text: string, values: Array<unknown>): Effect.Effect<ReadonlyArray<Row>, SqlError> {
+    if (!this.commitsWithFinalStatement || this.nesting > 0)
+      return this.rows(preparedQuery(name, text, values))
+    const query = new CommittingQuery(text, values)
+    ;(query as { name?: string }).name = name
+    return Effect.map(this.send<QueryResult>(query), (results) => {
+      this.committed = true
+      const [result] = results as unknown as ReadonlyArray<QueryResult>
+      return (result?.rows ?? []) as ReadonlyArray<Row>
+    })
   }
   rows(config: QueryConfig | QueryArrayConfig | Query): Effect.Effect<ReadonlyArray<Row>, SqlError> {
     return Effect.map(this.send(config), (result) => result.rows as ReadonlyArray<Row>)
@@ -200,43 +268,79 @@ export const directTransaction = <A, E, R>(
         restore(Effect.provideService(self, SqlClient.TransactionConnection, [connection, 0] as const))
       )
       return Effect.flatMap(Effect.exit(body), (exit) =>
-        Exit.isSuccess(exit)
-          ? Effect.matchEffect(command("COMMIT"), {
-              onFailure: (error) => Effect.zipRight(release(error), Effect.fail(error)),
-              onSuccess: () => Effect.zipRight(release(), exit)
-            })
-          : Effect.zipRight(
-              Effect.zipRight(
-                // Interrupted mid-statement: the statement is ended first, or the ROLLBACK
-                // queued behind it would wait for it (a lock wait, a slow query).
-                connection.pending > 0 ? cancelStatement(pool, client) : Effect.void,
-                Effect.matchEffect(command("ROLLBACK"), { onFailure: release, onSuccess: () => release() })
-              ),
-              exit
-            )
+        // Committed with its last statement: nothing left to send, whatever came after it.
+        connection.committed
+          ? Effect.zipRight(release(), exit)
+          : Exit.isSuccess(exit)
+            ? Effect.matchEffect(command("COMMIT"), {
+                onFailure: (error) => Effect.zipRight(release(error), Effect.fail(error)),
+                onSuccess: () => Effect.zipRight(release(), exit)
+              })
+            : Effect.zipRight(
+                Effect.zipRight(
+                  // Interrupted mid-statement: the statement is ended first, or the ROLLBACK
+                  // queued behind it would wait for it (a lock wait, a slow query).
+                  connection.pending > 0 ? cancelStatement(pool, client) : Effect.void,
+                  Effect.matchEffect(command("ROLLBACK"), { onFailure: release, onSuccess: () => release() })
+                ),
+                exit
+              )
       )
     })
   )
+
+/**
+ * A runner of a unit of work's last statement: as `preparedStatements` runs it, and, on
+ * PostgreSQL inside UnitOfWork.commitWith and no nested unit of work, sent with the unit's
+ * COMMIT (TransactionClient.final). On PGlite, or outside a unit of work, it runs as it is.
+ */
+export const finalStatements: Effect.Effect<StatementRunner, never, SqlClient.SqlClient> = Effect.map(
+  preparedStatementsOf(),
+  (run) => run.final
+)
 
 /**
  * A runner of statements given as text and values: on the current unit of work's client,
  * else on the pool, as named prepared statements (PostgreSQL); through SqlClient on PGlite
  * and inside a transaction `@effect/sql` opened itself.
  */
-export const preparedStatements = Effect.gen(function* () {
-  const reads = yield* Effect.serviceOption(PgReads)
-  const sql = yield* SqlClient.SqlClient
-  const viaSqlClient = (statement: SqlText) =>
-    sql.unsafe<Row>(statement.text, statement.values as Array<unknown>)
-  if (Option.isNone(reads)) return viaSqlClient
-  const pool = reads.value.pool
-  return (statement: SqlText): Effect.Effect<ReadonlyArray<Row>, SqlError> =>
-    Effect.contextWithEffect((context: Context.Context<never>) => {
-      const transaction = Context.getOption(context, SqlClient.TransactionConnection)
-      const config = preparedQuery(nameOf(statement.text), statement.text, statement.values as Array<unknown>)
-      if (Option.isNone(transaction))
-        return Effect.map(send(pool, config), (result) => result.rows as ReadonlyArray<Row>)
-      const connection = transaction.value[0]
-      return connection instanceof TransactionClient ? connection.rows(config) : viaSqlClient(statement)
-    })
-})
+export const preparedStatements: Effect.Effect<StatementRunner, never, SqlClient.SqlClient> = Effect.map(
+  preparedStatementsOf(),
+  (run) => run.statement
+)
+
+type StatementRunner = (statement: SqlText) => Effect.Effect<ReadonlyArray<Row>, SqlError>
+
+function preparedStatementsOf(): Effect.Effect<
+  { readonly statement: StatementRunner; readonly final: StatementRunner },
+  never,
+  SqlClient.SqlClient
+> {
+  return Effect.gen(function* () {
+    const reads = yield* Effect.serviceOption(PgReads)
+    const sql = yield* SqlClient.SqlClient
+    const viaSqlClient: StatementRunner = (statement) =>
+      sql.unsafe<Row>(statement.text, statement.values as Array<unknown>)
+    if (Option.isNone(reads)) return { statement: viaSqlClient, final: viaSqlClient }
+    const pool = reads.value.pool
+    const runner =
+      (final: boolean): StatementRunner =>
+      (statement) =>
+        Effect.contextWithEffect((context: Context.Context<never>) => {
+          const transaction = Context.getOption(context, SqlClient.TransactionConnection)
+          const name = nameOf(statement.text)
+          const values = statement.values as Array<unknown>
+          if (Option.isNone(transaction))
+            return Effect.map(
+              send(pool, preparedQuery(name, statement.text, values)),
+              (result) => result.rows as ReadonlyArray<Row>
+            )
+          const connection = transaction.value[0]
+          if (!(connection instanceof TransactionClient)) return viaSqlClient(statement)
+          return final
+            ? connection.final(name, statement.text, values)
+            : connection.rows(preparedQuery(name, statement.text, values))
+        })
+    return { statement: runner(false), final: runner(true) }
+  })
+}

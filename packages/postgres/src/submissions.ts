@@ -1,5 +1,6 @@
 /** Bots, submissions with their messages, usage counters, contacts and the outbox on Postgres. */
 import { SqlClient } from "@effect/sql"
+import { SqlError } from "@effect/sql/SqlError"
 import {
   type Contact,
   ContactRepository,
@@ -19,8 +20,9 @@ import {
 import { Effect, Layer, Option } from "effect"
 import { workspaceFromRow } from "./access.js"
 import { deliveryRow, eventFromRow } from "./deliveries.js"
+import { QUOTA_USED_UP_SQLSTATE } from "./migrations.js"
 import { afterPosition, pageFrom } from "./paging.js"
-import { preparedStatements, type SqlText, statement } from "./reads.js"
+import { finalStatements, preparedStatements, type SqlText, statement } from "./reads.js"
 import { fromJson, type Row, stored, toDate, toMillis, toNumber } from "./storage.js"
 import { endpointFromRow } from "./webhooks.js"
 
@@ -248,6 +250,14 @@ const quotaUsedUp = (sql: SqlClient.SqlClient, workspaceId: string, period: stri
     )
   )
 
+/** The failure of a reservation past the quota (intake_quota_used_up), as the driver reports it. */
+const isQuotaUsedUp = (error: unknown): error is SqlError =>
+  error instanceof SqlError &&
+  (error.cause as { readonly code?: unknown } | undefined)?.code === QUOTA_USED_UP_SQLSTATE
+
+/** The count intake_quota_used_up found, in its DETAIL. */
+const quotaUsedUpCount = (error: SqlError) => toNumber((error.cause as { readonly detail?: unknown }).detail)
+
 /**
  * The conditional upsert of a workspace's usage counter: one more submission for `period`,
  * unless `max` are counted (then no row comes back). The row lock it takes serializes
@@ -261,7 +271,13 @@ const reservationText = (first: number) =>
       WHERE submission_usage.used < $${first + 2}::int
     RETURNING used`
 
-/** The texts of insertSubmission: with or without a reservation, with or without messages. */
+/**
+ * The texts of insertSubmission: with or without a reservation, with or without messages.
+ * With one, a reservation that got no row fails the statement (intake_quota_used_up,
+ * migration 9), so a COMMIT sent with it is skipped. The count it reports is the larger of
+ * the one this statement's snapshot shows and the quota: a reservation refused while it
+ * waited for a concurrent one saw the count reach the quota after the snapshot was taken.
+ */
 const insertSubmissionText = (reserved: boolean, withMessages: boolean) =>
   `WITH reserved AS (${reserved ? reservationText(12) : "SELECT 0 AS used"}),
     inserted AS (
@@ -279,7 +295,12 @@ const insertSubmissionText = (reserved: boolean, withMessages: boolean) =>
     )`
         : ""
     }
-    SELECT used FROM reserved`
+    ${
+      reserved
+        ? `SELECT coalesce((SELECT used FROM reserved), intake_quota_used_up(greatest(
+        (SELECT used FROM submission_usage WHERE workspace_id = $12 AND period = $13), $14::int))) AS used`
+        : "SELECT used FROM reserved"
+    }`
 
 const reservationStatement = reservationText(1)
 
@@ -329,57 +350,70 @@ const insertSubmission = (
 
 export const PgSubmissionRepository = Layer.effect(
   SubmissionRepository,
-  Effect.zipWith(SqlClient.SqlClient, preparedStatements, (sql, rowsOf) =>
-    SubmissionRepository.of({
-      insert: (s, messages) =>
-        stored("submissions.insert")(Effect.asVoid(rowsOf(insertSubmission(s, messages, null)))),
-      // One statement: the usage counter's reservation, then the inserts when it got a row.
-      insertWithinQuota: (s, messages, quota) =>
-        stored("submissions.insertWithinQuota")(
-          Effect.flatMap(rowsOf(insertSubmission(s, messages, quota)), (rows) =>
-            rows.length > 0 ? Effect.void : quotaUsedUp(sql, s.workspaceId, quota.period, quota.max)
-          )
-        ),
-      findById: (id) =>
-        stored("submissions.findById")(
-          Effect.map(sql<Row>`SELECT * FROM submissions WHERE id = ${id}`, (rows) =>
-            Option.map(Option.fromNullable(rows[0]), (row) => submissionFromRow(row))
-          )
-        ),
-      findInBot: (workspaceId, intakeBotId, id) =>
-        stored("submissions.findInBot")(
-          Effect.gen(function* () {
-            const [row] = yield* sql<Row>`SELECT * FROM submissions
+  Effect.map(
+    Effect.all([SqlClient.SqlClient, preparedStatements, finalStatements]),
+    ([sql, rowsOf, finalRowsOf]) =>
+      SubmissionRepository.of({
+        insert: (s, messages) =>
+          stored("submissions.insert")(Effect.asVoid(rowsOf(insertSubmission(s, messages, null)))),
+        // One statement: the usage counter's reservation, then the inserts when it got a row;
+        // a unit of work's last, so it may carry the COMMIT (UnitOfWork.commitWith).
+        insertWithinQuota: (s, messages, quota) =>
+          stored("submissions.insertWithinQuota")(
+            Effect.catchIf(
+              Effect.asVoid(finalRowsOf(insertSubmission(s, messages, quota))),
+              isQuotaUsedUp,
+              (error) =>
+                Effect.fail(
+                  new PlanLimitExceeded({
+                    message: `The monthly quota of ${quota.max} submissions is used up.`,
+                    resource: "submissions",
+                    current: quotaUsedUpCount(error),
+                    max: quota.max
+                  })
+                )
+            )
+          ),
+        findById: (id) =>
+          stored("submissions.findById")(
+            Effect.map(sql<Row>`SELECT * FROM submissions WHERE id = ${id}`, (rows) =>
+              Option.map(Option.fromNullable(rows[0]), (row) => submissionFromRow(row))
+            )
+          ),
+        findInBot: (workspaceId, intakeBotId, id) =>
+          stored("submissions.findInBot")(
+            Effect.gen(function* () {
+              const [row] = yield* sql<Row>`SELECT * FROM submissions
               WHERE id = ${id} AND workspace_id = ${workspaceId} AND intake_bot_id = ${intakeBotId}`
-            if (row === undefined) return Option.none()
-            const messages =
-              yield* sql<Row>`SELECT * FROM messages WHERE submission_id = ${id} ORDER BY position`
-            return Option.some({ ...submissionFromRow(row), messages: messages.map(messageFromRow) })
-          })
-        ),
-      // One query: message_count is a count on the messages' (submission_id, position) index.
-      list: (workspaceId, intakeBotId, page, range) =>
-        stored("submissions.list")(
-          Effect.map(rowsOf(listSubmissionsStatement(workspaceId, intakeBotId, page, range)), (rows) =>
-            pageFrom(rows, page.limit, (row) => listItemFromRow(row, workspaceId, intakeBotId))
-          )
-        ),
-      replaceSummary: (id, summary, at) =>
-        stored("submissions.replaceSummary")(
-          Effect.map(
-            sql<Row>`UPDATE submissions SET ai_summary = ${summary}, updated_at = ${toDate(at)}
+              if (row === undefined) return Option.none()
+              const messages =
+                yield* sql<Row>`SELECT * FROM messages WHERE submission_id = ${id} ORDER BY position`
+              return Option.some({ ...submissionFromRow(row), messages: messages.map(messageFromRow) })
+            })
+          ),
+        // One query: message_count is a count on the messages' (submission_id, position) index.
+        list: (workspaceId, intakeBotId, page, range) =>
+          stored("submissions.list")(
+            Effect.map(rowsOf(listSubmissionsStatement(workspaceId, intakeBotId, page, range)), (rows) =>
+              pageFrom(rows, page.limit, (row) => listItemFromRow(row, workspaceId, intakeBotId))
+            )
+          ),
+        replaceSummary: (id, summary, at) =>
+          stored("submissions.replaceSummary")(
+            Effect.map(
+              sql<Row>`UPDATE submissions SET ai_summary = ${summary}, updated_at = ${toDate(at)}
               WHERE id = ${id} RETURNING id`,
-            (rows) => rows.length > 0
+              (rows) => rows.length > 0
+            )
+          ),
+        delete: (id) =>
+          stored("submissions.delete")(
+            Effect.map(
+              sql<Row>`DELETE FROM submissions WHERE id = ${id} RETURNING id`,
+              (rows) => rows.length > 0
+            )
           )
-        ),
-      delete: (id) =>
-        stored("submissions.delete")(
-          Effect.map(
-            sql<Row>`DELETE FROM submissions WHERE id = ${id} RETURNING id`,
-            (rows) => rows.length > 0
-          )
-        )
-    })
+      })
   )
 )
 

@@ -1,8 +1,8 @@
 import { SqlClient } from "@effect/sql"
 import { SqlError } from "@effect/sql/SqlError"
 import { type StorageUnavailable, UnitOfWork } from "@intake/domain"
-import { Effect, Layer, Option } from "effect"
-import { directTransaction, PgReads } from "./reads.js"
+import { type Context, Effect, Layer, Option } from "effect"
+import { directTransaction, PgReads, TransactionClient } from "./reads.js"
 import { sqlDefectsAsFailures, storageFailure } from "./storage.js"
 
 /**
@@ -10,7 +10,8 @@ import { sqlDefectsAsFailures, storageFailure } from "./storage.js"
  * the locks their rules need). One nested in another runs in it as it is: a savepoint
  * would cost a round trip, and nothing undoes part of a unit of work (see ports.ts).
  * On PostgreSQL it is a client of the pool checked out for it (reads.ts); on PGlite,
- * `@effect/sql`'s transaction.
+ * `@effect/sql`'s transaction. `commitWith` marks a step as the unit's last: on PostgreSQL
+ * its final statement is sent with the COMMIT, unless it runs in a nested unit of work.
  */
 export const PgUnitOfWork = Layer.effect(
   UnitOfWork,
@@ -19,18 +20,43 @@ export const PgUnitOfWork = Layer.effect(
     const direct = yield* Effect.serviceOption(PgReads)
     const inTransaction = <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E | SqlError, R> =>
       Option.isSome(direct) ? directTransaction(direct.value.pool, self) : sql.withTransaction(self)
+    /** The unit of work's own client on PostgreSQL (none on PGlite, or outside a unit of work). */
+    const clientOf = (
+      enclosing: Option.Option<Context.Tag.Service<typeof SqlClient.TransactionConnection>>
+    ) =>
+      Option.isSome(enclosing) && enclosing.value[0] instanceof TransactionClient
+        ? enclosing.value[0]
+        : undefined
     return UnitOfWork.of({
       transaction: <A, E, R>(self: Effect.Effect<A, E, R>) =>
-        Effect.flatMap(Effect.serviceOption(SqlClient.TransactionConnection), (enclosing) =>
-          Option.isSome(enclosing)
-            ? self
-            : (inTransaction(self).pipe(
-                Effect.mapError((error) =>
-                  error instanceof SqlError ? storageFailure("transaction", error) : error
-                ),
-                sqlDefectsAsFailures("transaction")
-              ) as Effect.Effect<A, E | StorageUnavailable, R>)
-        )
+        Effect.flatMap(Effect.serviceOption(SqlClient.TransactionConnection), (enclosing) => {
+          if (Option.isNone(enclosing)) return runOwn(self)
+          // Nested: part of the enclosing unit, whose last statement is not the end of this one.
+          const client = clientOf(enclosing)
+          if (client === undefined) return self
+          client.nesting++
+          return Effect.ensuring(
+            self,
+            Effect.sync(() => {
+              client.nesting--
+            })
+          )
+        }),
+      // On PostgreSQL the step's final statement carries the COMMIT (reads.ts); elsewhere it runs as it is.
+      commitWith: <A, E, R>(step: Effect.Effect<A, E, R>) =>
+        Effect.flatMap(Effect.serviceOption(SqlClient.TransactionConnection), (enclosing) => {
+          const client = clientOf(enclosing)
+          if (client !== undefined && client.nesting === 0) client.commitsWithFinalStatement = true
+          return step
+        })
     })
+    function runOwn<A, E, R>(self: Effect.Effect<A, E, R>) {
+      return inTransaction(self).pipe(
+        Effect.mapError((error) =>
+          error instanceof SqlError ? storageFailure("transaction", error) : error
+        ),
+        sqlDefectsAsFailures("transaction")
+      ) as Effect.Effect<A, E | StorageUnavailable, R>
+    }
   })
 )

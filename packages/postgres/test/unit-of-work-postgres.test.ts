@@ -2,12 +2,19 @@
  * A unit of work on PostgreSQL interrupted while one of its statements runs (a request past
  * its deadline, a client gone): the statement is cancelled, the transaction rolls back at
  * once and its locks go with it, instead of the ROLLBACK waiting behind the statement.
+ * And its last statement, under UnitOfWork.commitWith, sent with the COMMIT.
  */
 import { SqlClient } from "@effect/sql"
 import { expect, layer } from "@effect/vitest"
 import { UnitOfWork } from "@intake/domain"
-import { Duration, Effect, Fiber, Layer, Schedule } from "effect"
-import { preparedStatements, statement } from "../src/reads.js"
+import { Cause, Duration, Effect, Exit, Fiber, Layer, Option, Schedule } from "effect"
+import {
+  finalStatements,
+  PgReads,
+  preparedStatements,
+  StatementAfterCommit,
+  statement
+} from "../src/reads.js"
 import { PostgresTestDatabase } from "../src/testing.js"
 import { PgUnitOfWork } from "../src/unit-of-work.js"
 import { describePostgres } from "./support.js"
@@ -63,6 +70,95 @@ describePostgres("a unit of work on PostgreSQL", () => {
           expect(rows[0]!.n).toBe(10)
           expect(Duration.toMillis(written)).toBeLessThan(2_000)
           expect(yield* sleeping).toBe(0)
+        })
+    )
+  })
+
+  layer(PgUnitOfWork.pipe(Layer.provideMerge(database)), {
+    excludeTestServices: true,
+    timeout: Duration.seconds(60)
+  })("its last statement under commitWith", (it) => {
+    const setUp = Effect.gen(function* () {
+      const sql = yield* SqlClient.SqlClient
+      const table = `notes_${Math.random().toString(36).slice(2, 10)}`
+      yield* sql.unsafe(`CREATE TABLE ${table} (id int PRIMARY KEY)`)
+      const rowsOf = yield* preparedStatements
+      const finalRowsOf = yield* finalStatements
+      // The test database is PostgreSQL, whose layer provides the pool (not in its type).
+      const { pool } = Option.getOrThrow(yield* Effect.serviceOption(PgReads))
+      const insert = (id: number) => ({ text: `INSERT INTO ${table} VALUES ($1) RETURNING id`, values: [id] })
+      /** The committed rows, as another session sees them. */
+      const committed = Effect.promise(() =>
+        pool
+          .query<{ id: number }>(`SELECT id FROM ${table} ORDER BY id`)
+          .then((result) => result.rows.map((row) => row.id))
+      )
+      return { unitOfWork: yield* UnitOfWork, rowsOf, finalRowsOf, insert, committed }
+    })
+
+    it.effect(
+      "carries the COMMIT: its writes are committed when it answers, before the unit's effect ends",
+      () =>
+        Effect.gen(function* () {
+          const { unitOfWork, rowsOf, finalRowsOf, insert, committed } = yield* setUp
+          const seenRightAfter = yield* unitOfWork.transaction(
+            Effect.zipRight(
+              rowsOf(insert(1)),
+              Effect.zipRight(unitOfWork.commitWith(finalRowsOf(insert(2))), committed)
+            )
+          )
+          expect(seenRightAfter).toEqual([1, 2])
+          expect(yield* committed).toEqual([1, 2])
+        })
+    )
+
+    it.effect("fails: the COMMIT sent with it is skipped and the whole unit rolls back", () =>
+      Effect.gen(function* () {
+        const { unitOfWork, rowsOf, finalRowsOf, insert, committed } = yield* setUp
+        const exit = yield* Effect.exit(
+          unitOfWork.transaction(
+            Effect.zipRight(rowsOf(insert(1)), unitOfWork.commitWith(finalRowsOf(insert(1))))
+          )
+        )
+        expect(Exit.isFailure(exit)).toBe(true)
+        expect(yield* committed).toEqual([])
+        // The connection went back to the pool clean: the next unit of work commits.
+        yield* unitOfWork.transaction(unitOfWork.commitWith(finalRowsOf(insert(3))))
+        expect(yield* committed).toEqual([3])
+      })
+    )
+
+    it.effect("a statement sent after it is refused as a defect, never run outside the unit", () =>
+      Effect.gen(function* () {
+        const { unitOfWork, rowsOf, finalRowsOf, insert, committed } = yield* setUp
+        const exit = yield* Effect.exit(
+          unitOfWork.transaction(
+            Effect.zipRight(unitOfWork.commitWith(finalRowsOf(insert(1))), rowsOf(insert(2)))
+          )
+        )
+        expect(Exit.isFailure(exit) && Cause.dieOption(exit.cause)).toMatchObject({
+          _tag: "Some",
+          value: expect.any(StatementAfterCommit)
+        })
+        expect(yield* committed).toEqual([1])
+      })
+    )
+
+    it.effect(
+      "in a nested unit of work it commits nothing: the enclosing unit goes on and can still roll back",
+      () =>
+        Effect.gen(function* () {
+          const { unitOfWork, rowsOf, finalRowsOf, insert, committed } = yield* setUp
+          const exit = yield* Effect.exit(
+            unitOfWork.transaction(
+              Effect.zipRight(
+                unitOfWork.transaction(unitOfWork.commitWith(finalRowsOf(insert(1)))),
+                Effect.zipRight(rowsOf(insert(2)), Effect.fail("the enclosing unit fails" as const))
+              )
+            )
+          )
+          expect(exit).toEqual(Exit.fail("the enclosing unit fails"))
+          expect(yield* committed).toEqual([])
         })
     )
   })

@@ -4,7 +4,8 @@
  * usage counter, which every concurrent create of that workspace waits on; inside an
  * idempotent POST it runs after the stored response, so the lock is held for the COMMIT
  * only, not for one more round trip. Where nothing takes last steps (no Idempotency-Key,
- * the share page), a step runs where it stands.
+ * the share page), a step runs where it stands. Nothing runs in the unit of work after its
+ * last steps, so a step may end it (UnitOfWork.commitWith).
  */
 import { Context, Effect } from "effect"
 

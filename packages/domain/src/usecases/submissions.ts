@@ -278,13 +278,16 @@ export const SubmissionsLive = Layer.effect(
           )
         // Last: the workspace's usage counter (and the bot's submission count) stay locked
         // from here to the commit only, so concurrent creates wait on each other briefly;
-        // inside an idempotent POST, after its stored response (last-steps.ts). Past the
-        // quota, it fails and the whole unit of work rolls back.
+        // inside an idempotent POST, after its stored response (last-steps.ts), and the
+        // commit may go with it (UnitOfWork.commitWith). Past the quota, it fails and the
+        // whole unit of work rolls back.
         const stored = lastInUnitOfWork(
-          submissions.insertWithinQuota(submission, messages, {
-            period: periodOf(now),
-            max: monthlySubmissionQuota(workspace)
-          })
+          unitOfWork.commitWith(
+            submissions.insertWithinQuota(submission, messages, {
+              period: periodOf(now),
+              max: monthlySubmissionQuota(workspace)
+            })
+          )
         )
         const unit = unitOfWork.transaction(
           Effect.flatMap(recorded, (queued) =>
