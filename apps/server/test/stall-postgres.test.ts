@@ -3,6 +3,10 @@
  * would leave it) while another serves the same workspace on one PostgreSQL database: the
  * stalled one's session is ended by the idle-in-transaction timeout, its row locks go with
  * it, and the healthy server's writes answer within seconds instead of at their deadline.
+ * A create's quota lock is taken by its last statement, which carries the COMMIT
+ * (docs/choices.md, Round trips of a create): a stopped server cannot hold that one. It is
+ * stopped with a new contact inserted and not committed, which every other create naming
+ * the same email waits for.
  */
 import { execFileSync } from "node:child_process"
 import { randomUUID } from "node:crypto"
@@ -41,22 +45,27 @@ const signalTree = (pid: number, signal: NodeJS.Signals) => {
   for (const child of children) signalTree(child, signal)
 }
 
-const submission = { data: { name: "Ada", email: "ada@example.com", message: "Hello" } }
+const submission = (email: string) => ({ data: { name: "Ada", email, message: "Hello" } })
 
-const post = (baseUrl: string, key: string, botId: string, signal?: AbortSignal) =>
+const post = (
+  baseUrl: string,
+  key: string,
+  botId: string,
+  signal?: AbortSignal,
+  email = "ada@example.com"
+) =>
   Effect.promise(async () => {
     const started = performance.now()
     try {
       const response = await fetch(`${baseUrl}/v1/intake-bots/${botId}/submissions`, {
         method: "POST",
-        // With a key, as clients retrying writes send them: the quota statement is still the
-        // unit of work's last before its COMMIT (docs/choices.md, Round trips of a create).
+        // With a key, as clients retrying writes send them.
         headers: {
           authorization: `Bearer ${key}`,
           "content-type": "application/json",
           "idempotency-key": randomUUID()
         },
-        body: JSON.stringify(submission),
+        body: JSON.stringify(submission(email)),
         ...(signal === undefined ? {} : { signal })
       })
       const body = await response.text()
@@ -66,23 +75,22 @@ const post = (baseUrl: string, key: string, botId: string, signal?: AbortSignal)
     }
   })
 
-/** Sessions waiting for a lock in a create's last statement (the submission within the quota). */
-const quotaStatementsWaitingOnALock = (sql: SqlClient.SqlClient) =>
+/** Sessions waiting for a lock in a create's contact statement (the insert of a new contact). */
+const contactStatementsWaitingOnALock = (sql: SqlClient.SqlClient) =>
   Effect.map(
     sql<{ count: number }>`SELECT count(*)::int AS count FROM pg_stat_activity
       WHERE datname = current_database() AND wait_event_type = 'Lock'
-        AND query LIKE 'WITH reserved AS%'`,
+        AND query LIKE '%INSERT INTO contacts%'`,
     (rows) => rows[0]!.count
   )
 
-/** Sessions of the database idle inside a transaction while holding a write lock a submission needs. */
+/** Sessions of the database idle inside a transaction while holding a contact they inserted. */
 const lockHoldersIdleInTransaction = (sql: SqlClient.SqlClient) =>
   Effect.map(
     sql<{ count: number }>`SELECT count(DISTINCT a.pid)::int AS count
       FROM pg_stat_activity a JOIN pg_locks l ON l.pid = a.pid
       WHERE a.datname = current_database() AND a.state = 'idle in transaction'
-        AND l.relation IN ('submission_usage'::regclass, 'intake_bots'::regclass)
-        AND l.mode = 'RowExclusiveLock'`,
+        AND l.relation = 'contacts'::regclass AND l.mode = 'RowExclusiveLock'`,
     (rows) => rows[0]!.count
   )
 
@@ -110,12 +118,12 @@ it.scopedLive.skipIf(!postgresAvailable)(
       // Some creates first, so the workspace's usage row and the bot's count row exist.
       for (let i = 0; i < 3; i++) yield* post(stalled.baseUrl, tenant.key, tenant.botId)
 
-      // Stopped while it holds the row locks inside an open transaction, for certain: this
-      // test holds the bot's row locked, so one POST waits in its last statement (the
-      // submission within the quota) with the workspace's usage row already locked and the
-      // bot's count row wanted; the server is stopped, then the test's lock released: the
-      // statement finishes on a stopped server, whose session stays idle in its transaction
-      // with both locks held.
+      // Stopped while it holds a lock inside an open transaction, for certain: this test
+      // holds the workspace's row locked, so one POST with a new email waits in its contact
+      // statement (the new contact's foreign key wants the workspace's row); the server is
+      // stopped, then the test's lock released: the statement finishes on a stopped server,
+      // whose session stays idle in its transaction with the new contact not committed.
+      const email = `grace-${randomUUID()}@example.com`
       // Whatever happens, it is not left stopped (its SIGTERM at the end would wait for nothing).
       yield* Effect.addFinalizer(() => Effect.sync(() => signalTree(stalled.child.pid!, "SIGCONT")))
       const blocker = Context.get(
@@ -128,7 +136,7 @@ it.scopedLive.skipIf(!postgresAvailable)(
         blocker
           .withTransaction(
             Effect.gen(function* () {
-              yield* blocker`SELECT 1 FROM intake_bots WHERE id = ${tenant.botId} FOR UPDATE`
+              yield* blocker`SELECT 1 FROM workspaces WHERE id = ${tenant.workspaceId} FOR UPDATE`
               yield* Deferred.succeed(locked, undefined)
               yield* Deferred.await(rollBack)
               return yield* Effect.fail("rolled back by the test" as const)
@@ -139,11 +147,11 @@ it.scopedLive.skipIf(!postgresAvailable)(
       yield* Deferred.await(locked)
       const stopped = new AbortController()
       yield* Effect.addFinalizer(() => Effect.sync(() => stopped.abort()))
-      yield* Effect.forkScoped(post(stalled.baseUrl, tenant.key, tenant.botId, stopped.signal))
+      yield* Effect.forkScoped(post(stalled.baseUrl, tenant.key, tenant.botId, stopped.signal, email))
       let waiting = false
       for (let attempt = 0; attempt < 200 && !waiting; attempt++) {
         yield* Effect.sleep("50 millis")
-        waiting = (yield* quotaStatementsWaitingOnALock(sql)) > 0
+        waiting = (yield* contactStatementsWaitingOnALock(sql)) > 0
       }
       expect(waiting).toBe(true)
       signalTree(stalled.child.pid!, "SIGSTOP")
@@ -165,7 +173,7 @@ it.scopedLive.skipIf(!postgresAvailable)(
       const settled = () =>
         writes.length >= 3 && writes.slice(-3).every((w) => w.status === 201 && w.ms < 1_000)
       while (!settled() && performance.now() - stoppedAt < 40_000)
-        writes.push(yield* post(healthy.baseUrl, tenant.key, tenant.botId))
+        writes.push(yield* post(healthy.baseUrl, tenant.key, tenant.botId, undefined, email))
       console.log(
         `writes on the healthy server while the other is stopped: ${writes.map((w) => `${w.status} in ${Math.round(w.ms)} ms`).join(", ")}`
       )
