@@ -47,13 +47,7 @@ const signalTree = (pid: number, signal: NodeJS.Signals) => {
 
 const submission = (email: string) => ({ data: { name: "Ada", email, message: "Hello" } })
 
-const post = (
-  baseUrl: string,
-  key: string,
-  botId: string,
-  signal?: AbortSignal,
-  email = "ada@example.com"
-) =>
+const post = (baseUrl: string, key: string, botId: string, signal?: AbortSignal, email = "ada@example.com") =>
   Effect.promise(async () => {
     const started = performance.now()
     try {

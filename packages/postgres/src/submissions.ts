@@ -264,28 +264,30 @@ const quotaUsedUpCount = (error: SqlError) => toNumber((error.cause as { readonl
  * concurrent reservations until the transaction ends, and the WHERE sees the latest count.
  * Its values (workspace, period, max) are at `$first`, `$first + 1`, `$first + 2`.
  */
-const reservationText = (first: number) =>
+const reservationText = (first: number, after?: string) =>
   `INSERT INTO submission_usage (workspace_id, period, used)
-    SELECT $${first}, $${first + 1}, 1 WHERE $${first + 2}::int > 0
+    SELECT $${first}, $${first + 1}, 1 ${after === undefined ? "" : `FROM ${after} `}WHERE $${first + 2}::int > 0
     ON CONFLICT (workspace_id, period) DO UPDATE SET used = submission_usage.used + 1
       WHERE submission_usage.used < $${first + 2}::int
     RETURNING used`
 
 /**
  * The texts of insertSubmission: with or without a reservation, with or without messages.
- * With one, a reservation that got no row fails the statement (intake_quota_used_up,
- * migration 9), so a COMMIT sent with it is skipped. The count it reports is the larger of
+ * The submission is inserted first and the reservation reads its row, so the usage
+ * counter's lock is taken after the insert, not held over it (about 5-12% more creates
+ * per second under fifty at once; docs/choices.md, Round trips of a create). A reservation
+ * that got no row fails the statement (intake_quota_used_up, migration 9): the insert goes
+ * with it, and a COMMIT sent with it is skipped. The count it reports is the larger of
  * the one this statement's snapshot shows and the quota: a reservation refused while it
  * waited for a concurrent one saw the count reach the quota after the snapshot was taken.
  */
 const insertSubmissionText = (reserved: boolean, withMessages: boolean) =>
-  `WITH reserved AS (${reserved ? reservationText(12) : "SELECT 0 AS used"}),
-    inserted AS (
+  `WITH inserted AS (
       INSERT INTO submissions (id, workspace_id, intake_bot_id, data, status, ai_summary, is_test, file_count, schema_version, created_at, updated_at)
-      SELECT $1, $2, $3, $4::json, $5, $6, $7::boolean, $8::int, $9::int, $10::timestamptz, $11::timestamptz
-      FROM reserved
+      VALUES ($1, $2, $3, $4::json, $5, $6, $7::boolean, $8::int, $9::int, $10::timestamptz, $11::timestamptz)
       RETURNING id
-    )${
+    ),
+    reserved AS (${reserved ? reservationText(12, "inserted") : "SELECT 0 AS used FROM inserted"})${
       withMessages
         ? `, inserted_messages AS (
       INSERT INTO messages (id, submission_id, position, role, content, created_at)
@@ -309,10 +311,10 @@ const insertSubmissionTexts = [false, true].map((reserved) =>
 )
 
 /**
- * One statement inserting a submission and its messages (data-modifying CTEs), only when
- * the usage counter's reservation (when `quota` is given) returns a row; answers `used`
- * then, or no row. Parameters are cast: in INSERT … SELECT, Postgres does not take their
- * types from the columns.
+ * One statement inserting a submission and its messages (data-modifying CTEs) and, when
+ * `quota` is given, reserving it in the usage counter, or failing past the quota; answers
+ * `used`. Parameters are cast: in INSERT … SELECT, Postgres does not take their types from
+ * the columns.
  */
 const insertSubmission = (
   s: Submission,
@@ -356,8 +358,8 @@ export const PgSubmissionRepository = Layer.effect(
       SubmissionRepository.of({
         insert: (s, messages) =>
           stored("submissions.insert")(Effect.asVoid(rowsOf(insertSubmission(s, messages, null)))),
-        // One statement: the usage counter's reservation, then the inserts when it got a row;
-        // a unit of work's last, so it may carry the COMMIT (UnitOfWork.commitWith).
+        // One statement: the inserts, then the usage counter's reservation, which fails it past
+        // the quota; a unit of work's last, so it may carry the COMMIT (UnitOfWork.commitWith).
         insertWithinQuota: (s, messages, quota) =>
           stored("submissions.insertWithinQuota")(
             Effect.catchIf(

@@ -101,8 +101,10 @@ const roundTripSuite = <E>(store: string, database: Layer.Layer<SqlDatabase, E>,
               expect(statements.filter((statement) => /SAVEPOINT/i.test(statement))).toEqual([])
               expect(statements[0]).toBe("BEGIN")
               if (prepared) {
-                // The last statement, the reservation within the quota, carries the COMMIT.
-                expect(statements.at(-1)).toMatch(/^WITH reserved AS .* \+ COMMIT$/)
+                // The last statement, the submission within the quota, carries the COMMIT.
+                expect(statements.at(-1)).toMatch(
+                  /^WITH inserted AS \( ?INSERT INTO submissions .* \+ COMMIT$/
+                )
                 expect(statements.filter((statement) => statement === "COMMIT")).toEqual([])
                 expect(statements.unprepared).toEqual(["BEGIN"])
               } else expect(statements.at(-1)).toBe("COMMIT")
@@ -117,7 +119,9 @@ const roundTripSuite = <E>(store: string, database: Layer.Layer<SqlDatabase, E>,
             const given = yield* scene
             const plain = yield* measuredCreate(given, validSubmissionData(), null)
             expect(plain.length, plain.join("\n")).toBeLessThanOrEqual(MAX_ROUND_TRIPS - 2)
-            expect(plain.at(-1)).toMatch(prepared ? /^WITH reserved AS .* \+ COMMIT$/ : /^COMMIT$/)
+            expect(plain.at(-1)).toMatch(
+              prepared ? /^WITH inserted AS \( ?INSERT INTO submissions .* \+ COMMIT$/ : /^COMMIT$/
+            )
             yield* (yield* WebhookRepository).insertWithinCap(
               aWebhookEndpoint({
                 workspaceId: given.workspaceId,
