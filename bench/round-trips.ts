@@ -82,8 +82,12 @@ const boundCallbacks = (args: Array<unknown>) =>
   args.map((arg) => (typeof arg === "function" ? AsyncResource.bind(arg as Method) : arg))
 const pgQuery = pg.Client.prototype.query
 pg.Client.prototype.query = function (this: unknown, ...args: Array<unknown>) {
-  const config = args[0] as string | { text?: string } | undefined
-  record("sql", typeof config === "string" ? config : (config?.text ?? "?"))
+  const config = args[0] as string | { text?: string; carriesCommit?: boolean } | undefined
+  const text = typeof config === "string" ? config : (config?.text ?? "?")
+  // A statement sent with its unit of work's COMMIT (packages/postgres/src/reads.ts): one round trip.
+  if (typeof config !== "string" && config?.carriesCommit === true)
+    record("sql", `${shortened(text).slice(0, 60)} + COMMIT`)
+  else record("sql", text)
   return pgQuery.apply(this, boundCallbacks(args))
 }
 const poolConnect = pg.Pool.prototype.connect
