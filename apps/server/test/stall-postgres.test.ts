@@ -109,7 +109,8 @@ it.scopedLive.skipIf(!postgresAvailable)(
         SqlClient.SqlClient
       )
 
-      // Some creates first, so the workspace's usage row and the bot's count row exist.
+      // Some creates first: the stalled server's connections and prepared statements are
+      // ready, and the workspace's usage row exists, before the test takes its lock.
       for (let i = 0; i < 3; i++) yield* post(stalled.baseUrl, tenant.key, tenant.botId)
 
       // Stopped while it holds a lock inside an open transaction, for certain: this test

@@ -85,8 +85,13 @@ const cancelStatement = (pool: Pool, client: PoolClient) =>
  * object, pg copies it (every property descriptor) on each statement, which cost about 2%
  * of a create's CPU; given a text it copies nothing, and the name is set on the query.
  */
-const preparedQuery = (name: string, text: string, values: Array<unknown>): Query => {
-  const query = new Query(text, values)
+const preparedQuery = (
+  name: string,
+  text: string,
+  values: Array<unknown>,
+  kind: new (text: string, values: Array<unknown>) => Query = Query
+): Query => {
+  const query = new kind(text, values)
   ;(query as { name?: string }).name = name
   return query
 }
@@ -178,13 +183,14 @@ export class TransactionClient implements Connection {
   final(name: string, text: string, values: Array<unknown>): Effect.Effect<ReadonlyArray<Row>, SqlError> {
     if (!this.commitsWithFinalStatement || this.nesting > 0)
       return this.rows(preparedQuery(name, text, values))
-    const query = new CommittingQuery(text, values)
-    ;(query as { name?: string }).name = name
-    return Effect.map(this.send<QueryResult>(query), (results) => {
-      this.committed = true
-      const [result] = results as unknown as ReadonlyArray<QueryResult>
-      return (result?.rows ?? []) as ReadonlyArray<Row>
-    })
+    return Effect.map(
+      this.send<QueryResult>(preparedQuery(name, text, values, CommittingQuery)),
+      (results) => {
+        this.committed = true
+        const [result] = results as unknown as ReadonlyArray<QueryResult>
+        return (result?.rows ?? []) as ReadonlyArray<Row>
+      }
+    )
   }
   rows(config: QueryConfig | QueryArrayConfig | Query): Effect.Effect<ReadonlyArray<Row>, SqlError> {
     return Effect.map(this.send(config), (result) => result.rows as ReadonlyArray<Row>)
