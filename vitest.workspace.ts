@@ -23,6 +23,7 @@ export default [
         "test/{auth,requests,resources,webhooks,deliveries,summaries,hostile-input,idempotent-sends,plan-changes,recovery,webhook-operations}.test.ts"
       ],
       env: { INTAKE_SERVER_TEST_STORE: "postgres" },
+      globalSetup: ["test/global-setup.ts"],
       testTimeout: 60_000,
       hookTimeout: 60_000
     }
@@ -35,6 +36,7 @@ export default [
         "test/{auth,requests,resources,webhooks,deliveries,hostile-input,idempotent-sends,plan-changes,recovery,webhook-operations}.test.ts"
       ],
       env: { INTAKE_SERVER_TEST_STORE: "pglite" },
+      globalSetup: ["test/global-setup.ts"],
       testTimeout: 60_000,
       hookTimeout: 60_000
     }

@@ -1,7 +1,7 @@
 /**
  * `pnpm bench`: Intake under load, on the embedded default (PGlite) and on PostgreSQL +
  * Redis, beside a bare node:http server measured in the same run. For each store it
- * starts the real server (`apps/server/src/main.ts`, as `pnpm start` does) as a child
+ * starts the real server (built and run as `pnpm start` does: `apps/server/dist/main.js`) as a child
  * process, provisions a Business workspace through the admin API (rate limit and quota
  * raised, as docs/rules.md, Operator API allows for load tests), then for each endpoint:
  *
@@ -21,7 +21,7 @@
  * Redis (BENCH_REDIS_URL, default redis://127.0.0.1:6379) rows are left out, with the
  * reason, when those do not answer.
  */
-import { type ChildProcess, fork, spawn } from "node:child_process"
+import { type ChildProcess, execFileSync, fork, spawn } from "node:child_process"
 import { randomUUID } from "node:crypto"
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs"
 import { type AddressInfo, connect, createServer } from "node:net"
@@ -132,12 +132,22 @@ const freePort = () =>
     })
   })
 
-/** Intake itself, as `pnpm start` runs it, with the round-trip counters loaded. */
+/** The server built as `pnpm start` builds it (apps/server/build.mjs), once per run. */
+let built: string | undefined
+const builtServer = () => {
+  if (built === undefined) {
+    execFileSync(process.execPath, [join(root, "apps/server/build.mjs")], { stdio: "inherit" })
+    built = join(root, "apps/server/dist/main.js")
+  }
+  return built
+}
+
+/** Intake itself, as `pnpm start` runs it, with the round-trip counters loaded (through tsx: they are TypeScript). */
 const startIntake = async (env: Record<string, string>): Promise<IntakeServer> => {
   const port = await freePort()
-  const child = fork(join(root, "apps/server/src/main.ts"), [], {
+  const child = fork(builtServer(), [], {
     cwd: join(root, "apps/server"),
-    execArgv: ["--import", "tsx", "--import", join(root, "bench/round-trips.ts")],
+    execArgv: ["--enable-source-maps", "--import", "tsx", "--import", join(root, "bench/round-trips.ts")],
     env: {
       PATH: process.env.PATH ?? "",
       // Nothing balances load here: a stopped server need not drain.

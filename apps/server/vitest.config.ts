@@ -1,5 +1,11 @@
 import { defineProject } from "vitest/config"
 
 export default defineProject({
-  test: { name: "server", include: ["test/**/*.test.ts"], testTimeout: 30_000 }
+  test: {
+    name: "server",
+    include: ["test/**/*.test.ts"],
+    testTimeout: 30_000,
+    // The process tests run the server built as `pnpm start` builds it.
+    globalSetup: ["test/global-setup.ts"]
+  }
 })

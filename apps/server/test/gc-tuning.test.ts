@@ -4,7 +4,9 @@
  * at the edge): imported later, sites judged long-lived during start-up would stay so.
  */
 import { readFile } from "node:fs/promises"
-import { describe, expect, it } from "vitest"
+import { dirname, join } from "node:path"
+import { pathToFileURL } from "node:url"
+import { describe, expect, inject, it } from "vitest"
 
 const firstImport = async (entry: URL) => {
   const text = await readFile(entry, "utf8")
@@ -17,5 +19,14 @@ describe("the entry points", () => {
     ["worker", new URL("../../worker/src/main.ts", import.meta.url)]
   ])("the %s imports gc-tuning first", async (_name, entry) => {
     expect(await firstImport(entry)).toBe('import "@intake/node/gc-tuning"')
+  })
+})
+
+describe("the built server (what pnpm start runs)", () => {
+  it("loads gc-tuning before the server's modules", async () => {
+    const entry = inject("serverEntry")
+    expect(await firstImport(pathToFileURL(entry))).toBe('import "./gc-tuning.js"')
+    const tuning = await readFile(join(dirname(entry), "gc-tuning.js"), "utf8")
+    expect(tuning).toContain('setFlagsFromString("--no-allocation-site-pretenuring")')
   })
 })

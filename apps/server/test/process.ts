@@ -1,6 +1,7 @@
 /**
- * Server processes for tests that need more than one instance: `tsx src/main.ts` the way
- * `pnpm start` runs it, on a free port, stopped when the test's scope closes.
+ * Server processes for tests that need more than one instance: the built server the way
+ * `pnpm start` runs it (`node --enable-source-maps dist/main.js`, built once per test project
+ * by global-setup.ts), on a free port, stopped when the test's scope closes.
  */
 import { type ChildProcess, spawn } from "node:child_process"
 import { mkdtempSync, rmSync } from "node:fs"
@@ -9,9 +10,13 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { performance } from "node:perf_hooks"
 import { Effect } from "effect"
+import { inject } from "vitest"
 
 const serverDir = join(import.meta.dirname, "..")
-const tsx = join(serverDir, "node_modules/.bin/tsx")
+
+/** Starts the built server as `pnpm start` does (apps/server/package.json), with `env` only. */
+export const spawnServer = (env: NodeJS.ProcessEnv) =>
+  spawn(process.execPath, ["--enable-source-maps", inject("serverEntry")], { cwd: serverDir, env })
 
 export const freePort = Effect.promise(
   () =>
@@ -77,9 +82,7 @@ export const startServer = (env: Record<string, string>) =>
     const port = yield* freePort
     if (env.DATABASE_URL === undefined) env = { INTAKE_DATA_DIR: yield* temporaryDataDir, ...env }
     const child = yield* Effect.acquireRelease(
-      Effect.sync(() =>
-        spawn(tsx, ["src/main.ts"], { cwd: serverDir, env: environment({ ...env, PORT: String(port) }) })
-      ),
+      Effect.sync(() => spawnServer(environment({ ...env, PORT: String(port) }))),
       (child) =>
         Effect.async<void>((resume) => {
           if (child.exitCode !== null || child.signalCode !== null) return resume(Effect.void)

@@ -1,6 +1,6 @@
 /**
- * The README's "Try it" script, run as written against a fresh `pnpm start` (tsx src/main.ts,
- * as the script runs it), with the `export` lines the start banner prints pasted first.
+ * The README's "Try it" script, run as written against a fresh `pnpm start` (the built server,
+ * as the script runs it: process.ts), with the `export` lines the start banner prints pasted first.
  */
 import { spawn } from "node:child_process"
 import { existsSync, readFileSync, rmSync } from "node:fs"

@@ -8,7 +8,6 @@
  * stopped with a new contact inserted and not committed, which every other create naming
  * the same email waits for.
  */
-import { execFileSync } from "node:child_process"
 import { randomUUID } from "node:crypto"
 import { performance } from "node:perf_hooks"
 import { SqlClient } from "@effect/sql"
@@ -28,22 +27,6 @@ const postgresAvailable: boolean = await (async () => {
   console.warn(`${message}: skipping the stalled-server test.`)
   return false
 })()
-
-/**
- * Sends `signal` to the process and all its descendants: `tsx` runs the server in a child
- * process of its own, and SIGSTOP, which cannot be relayed, must reach the server itself.
- */
-const signalTree = (pid: number, signal: NodeJS.Signals) => {
-  let children: Array<number> = []
-  try {
-    children = execFileSync("pgrep", ["-P", String(pid)], { encoding: "utf8" })
-      .split("\n")
-      .filter((line) => line.trim() !== "")
-      .map(Number)
-  } catch {}
-  process.kill(pid, signal)
-  for (const child of children) signalTree(child, signal)
-}
 
 const submission = (email: string) => ({ data: { name: "Ada", email, message: "Hello" } })
 
@@ -120,7 +103,7 @@ it.scopedLive.skipIf(!postgresAvailable)(
       // whose session stays idle in its transaction with the new contact not committed.
       const email = `grace-${randomUUID()}@example.com`
       // Whatever happens, it is not left stopped (its SIGTERM at the end would wait for nothing).
-      yield* Effect.addFinalizer(() => Effect.sync(() => signalTree(stalled.child.pid!, "SIGCONT")))
+      yield* Effect.addFinalizer(() => Effect.sync(() => process.kill(stalled.child.pid!, "SIGCONT")))
       const blocker = Context.get(
         yield* Layer.build(layerPostgres({ url: Redacted.make(database.url), maxConnections: 1 })),
         SqlClient.SqlClient
@@ -149,7 +132,7 @@ it.scopedLive.skipIf(!postgresAvailable)(
         waiting = (yield* contactStatementsWaitingOnALock(sql)) > 0
       }
       expect(waiting).toBe(true)
-      signalTree(stalled.child.pid!, "SIGSTOP")
+      process.kill(stalled.child.pid!, "SIGSTOP")
       yield* Effect.sleep("100 millis")
       yield* Deferred.succeed(rollBack, undefined)
       let held = false
@@ -183,7 +166,7 @@ it.scopedLive.skipIf(!postgresAvailable)(
       expect(settled()).toBe(true)
 
       // Resumed, the stopped server serves again (its ended session is replaced).
-      signalTree(stalled.child.pid!, "SIGCONT")
+      process.kill(stalled.child.pid!, "SIGCONT")
       stopped.abort()
       const back = yield* timedGet(stalled.baseUrl, "/v1/intake-bots", tenant.key).pipe(
         Effect.repeat({ until: (answer) => answer.status === 200 }),

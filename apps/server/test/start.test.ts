@@ -1,5 +1,5 @@
 /** `pnpm start`'s entry point, run as a child process the way the script runs it. */
-import { type ChildProcess, spawn } from "node:child_process"
+import type { ChildProcess } from "node:child_process"
 import { mkdtempSync } from "node:fs"
 import { createServer } from "node:net"
 import { tmpdir } from "node:os"
@@ -8,22 +8,14 @@ import { expect, it } from "@effect/vitest"
 import { databaseIsEmpty, layerPostgres } from "@intake/postgres"
 import { freshDatabaseUrl, probeTestServer, testServerUrl } from "@intake/postgres/testing"
 import { Effect, Redacted } from "effect"
-import { environment, freePort } from "./process.js"
-
-const serverDir = join(import.meta.dirname, "..")
-const tsx = join(serverDir, "node_modules/.bin/tsx")
+import { environment, freePort, spawnServer } from "./process.js"
 
 /** A fresh data directory per start unless one is given: no test writes into the work tree. */
 const tempDataDir = () => mkdtempSync(join(tmpdir(), "intake-start-"))
 
 const start = (env: Record<string, string>) =>
   Effect.acquireRelease(
-    Effect.sync(() =>
-      spawn(tsx, ["src/main.ts"], {
-        cwd: serverDir,
-        env: environment({ INTAKE_DATA_DIR: tempDataDir(), ...env })
-      })
-    ),
+    Effect.sync(() => spawnServer(environment({ INTAKE_DATA_DIR: tempDataDir(), ...env }))),
     (child) => Effect.sync(() => child.exitCode === null && child.kill("SIGTERM"))
   )
 

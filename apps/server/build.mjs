@@ -1,0 +1,56 @@
+/**
+ * `pnpm start` runs compiled JavaScript, not TypeScript through tsx (docs/choices.md,
+ * "Performance at the edge"): this builds `dist/` from `src/main.ts` with esbuild, in well
+ * under a second. The workspace's packages (`@intake/*`) go into one bundle; every other
+ * package stays its own module, imported from the file Node would load, so there is one
+ * copy of each (one `effect`). `dist/main.js` imports gc-tuning before the bundle, as
+ * `src/main.ts` imports it before anything else.
+ *
+ *   node build.mjs [OUTDIR]   (`pnpm start` builds into dist/; the tests, through
+ *                             test/global-setup.ts, into a folder of their own under dist/)
+ */
+import { writeFile } from "node:fs/promises"
+import { dirname, join } from "node:path"
+import { fileURLToPath } from "node:url"
+import { build } from "esbuild"
+
+const serverDir = dirname(fileURLToPath(import.meta.url))
+
+/** Bundles the workspace's own code; leaves installed packages to Node, at their resolved file. */
+const installedPackagesStayExternal = {
+  name: "installed-packages-stay-external",
+  setup(build) {
+    build.onResolve({ filter: /^[^./]/ }, async (args) => {
+      if (args.pluginData === "resolving" || args.path.startsWith("@intake/")) return undefined
+      if (args.path.startsWith("node:")) return { path: args.path, external: true }
+      const resolved = await build.resolve(args.path, {
+        importer: args.importer,
+        kind: args.kind,
+        resolveDir: args.resolveDir,
+        pluginData: "resolving"
+      })
+      if (resolved.errors.length > 0) return { errors: resolved.errors }
+      return resolved.path.includes("/node_modules/") ? { path: resolved.path, external: true } : undefined
+    })
+  }
+}
+
+export const buildServer = async (outdir = join(serverDir, "dist")) => {
+  await build({
+    absWorkingDir: serverDir,
+    entryPoints: { server: "src/main.ts", "gc-tuning": "@intake/node/gc-tuning" },
+    outdir,
+    bundle: true,
+    platform: "node",
+    format: "esm",
+    target: "node20",
+    sourcemap: "linked",
+    plugins: [installedPackagesStayExternal],
+    logLevel: "warning"
+  })
+  // Static imports run in order: V8's flag is set before the server's modules load.
+  await writeFile(join(outdir, "main.js"), 'import "./gc-tuning.js"\nimport "./server.js"\n')
+  return join(outdir, "main.js")
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) await buildServer(process.argv[2])
