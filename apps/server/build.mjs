@@ -11,7 +11,7 @@
  */
 import { writeFile } from "node:fs/promises"
 import { dirname, join } from "node:path"
-import { fileURLToPath } from "node:url"
+import { fileURLToPath, pathToFileURL } from "node:url"
 import { build } from "esbuild"
 
 const serverDir = dirname(fileURLToPath(import.meta.url))
@@ -30,7 +30,10 @@ const installedPackagesStayExternal = {
         pluginData: "resolving"
       })
       if (resolved.errors.length > 0) return { errors: resolved.errors }
-      return resolved.path.includes("/node_modules/") ? { path: resolved.path, external: true } : undefined
+      // As a file: URL, so that no character of the checkout's path is read as URL syntax.
+      return resolved.path.includes("/node_modules/")
+        ? { path: pathToFileURL(resolved.path).href, external: true }
+        : undefined
     })
   }
 }
@@ -44,6 +47,10 @@ export const buildServer = async (outdir = join(serverDir, "dist")) => {
     platform: "node",
     format: "esm",
     target: "node20",
+    // A module imported on demand (the model summarizer, with @effect/ai-openai and its
+    // tokenizer) stays a chunk of its own, loaded only when asked for (docs/choices.md).
+    splitting: true,
+    chunkNames: "chunks/[name]-[hash]",
     sourcemap: "linked",
     plugins: [installedPackagesStayExternal],
     logLevel: "warning"

@@ -23,10 +23,32 @@ describe("the entry points", () => {
 })
 
 describe("the built server (what pnpm start runs)", () => {
-  it("loads gc-tuning before the server's modules", async () => {
+  /** A built module's text with that of every module of the build it imports, and the other imports. */
+  const withItsImports = async (
+    file: string,
+    seen = new Set<string>()
+  ): Promise<{ text: string; outside: Array<string> }> => {
+    if (seen.has(file)) return { text: "", outside: [] }
+    seen.add(file)
+    let text = await readFile(file, "utf8")
+    const outside: Array<string> = []
+    for (const [, specifier] of text.matchAll(/^import\s[^\n]*?"([^"]+)"/gm)) {
+      if (!specifier!.startsWith(".")) {
+        outside.push(specifier!)
+        continue
+      }
+      const imported = await withItsImports(join(dirname(file), specifier!), seen)
+      text += imported.text
+      outside.push(...imported.outside)
+    }
+    return { text, outside }
+  }
+
+  it("sets the flag before the server's modules load: gc-tuning first, needing nothing but Node", async () => {
     const entry = inject("serverEntry")
     expect(await firstImport(pathToFileURL(entry))).toBe('import "./gc-tuning.js"')
-    const tuning = await readFile(join(dirname(entry), "gc-tuning.js"), "utf8")
-    expect(tuning).toContain('setFlagsFromString("--no-allocation-site-pretenuring")')
+    const tuning = await withItsImports(join(dirname(entry), "gc-tuning.js"))
+    expect(tuning.text).toContain('setFlagsFromString("--no-allocation-site-pretenuring")')
+    expect(tuning.outside).toEqual(["node:v8"])
   })
 })
