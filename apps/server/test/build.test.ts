@@ -1,0 +1,48 @@
+/**
+ * The server as `pnpm start` builds it (build.mjs; built once per test project by
+ * global-setup.ts): what its modules import, read from the build itself.
+ */
+import { readFile } from "node:fs/promises"
+import { dirname, join } from "node:path"
+import { describe, expect, inject, it } from "vitest"
+
+/** A built module's text with that of every module of the build it imports statically, and its other imports. */
+const withItsImports = async (
+  file: string,
+  seen = new Set<string>()
+): Promise<{ text: string; outside: Array<string> }> => {
+  if (seen.has(file)) return { text: "", outside: [] }
+  seen.add(file)
+  let text = await readFile(file, "utf8")
+  const outside: Array<string> = []
+  for (const [, specifier] of text.matchAll(/^import\s[^;]*?"([^"]+)";?$/gm)) {
+    if (!specifier!.startsWith(".")) {
+      outside.push(specifier!)
+      continue
+    }
+    const imported = await withItsImports(join(dirname(file), specifier!), seen)
+    text += imported.text
+    outside.push(...imported.outside)
+  }
+  return { text, outside }
+}
+
+describe("the built server (what pnpm start runs)", () => {
+  it("sets V8's flag before the server's modules load: gc-tuning first, needing nothing but Node", async () => {
+    const entry = inject("serverEntry")
+    const text = await readFile(entry, "utf8")
+    expect(text.match(/^import\s[^\n]*$/m)?.[0]).toBe('import "./gc-tuning.js"')
+    const tuning = await withItsImports(join(dirname(entry), "gc-tuning.js"))
+    expect(tuning.text).toContain('setFlagsFromString("--no-allocation-site-pretenuring")')
+    expect(tuning.outside).toEqual(["node:v8"])
+  })
+
+  it("loads the model summarizer only when asked for: @effect/ai-openai is imported on demand, not at start", async () => {
+    const entry = inject("serverEntry")
+    const atStart = await withItsImports(entry)
+    expect(atStart.outside.some((specifier) => specifier.includes("/effect/dist/"))).toBe(true)
+    expect(atStart.outside.filter((specifier) => /ai-openai|gpt-tokenizer/.test(specifier))).toEqual([])
+    // The summarizer is in the build, as a chunk imported on demand.
+    expect(atStart.text).toMatch(/import\("\.\/chunks\/model-summarizer-[^"]+\.js"\)/)
+  })
+})
