@@ -9,7 +9,8 @@
  *   node build.mjs [OUTDIR]   (`pnpm start` builds into dist/; the tests, through
  *                             test/global-setup.ts, into a folder of their own under dist/)
  */
-import { writeFile } from "node:fs/promises"
+import { randomBytes } from "node:crypto"
+import { mkdir, rename, writeFile } from "node:fs/promises"
 import { dirname, join } from "node:path"
 import { fileURLToPath, pathToFileURL } from "node:url"
 import { build } from "esbuild"
@@ -38,8 +39,20 @@ const installedPackagesStayExternal = {
   }
 }
 
+/**
+ * Writes `contents` to `path` whole or not at all (a file beside it, then renamed over it): a
+ * second `pnpm start` building in the same checkout never leaves a half-written module for
+ * the first to load.
+ */
+const publish = async (path, contents) => {
+  await mkdir(dirname(path), { recursive: true })
+  const partial = `${path}.${process.pid}-${randomBytes(4).toString("hex")}.partial`
+  await writeFile(partial, contents)
+  await rename(partial, path)
+}
+
 export const buildServer = async (outdir = join(serverDir, "dist")) => {
-  await build({
+  const { outputFiles } = await build({
     absWorkingDir: serverDir,
     entryPoints: { server: "src/main.ts", "gc-tuning": "@intake/node/gc-tuning" },
     outdir,
@@ -53,10 +66,15 @@ export const buildServer = async (outdir = join(serverDir, "dist")) => {
     chunkNames: "chunks/[name]-[hash]",
     sourcemap: "linked",
     plugins: [installedPackagesStayExternal],
-    logLevel: "warning"
+    logLevel: "warning",
+    write: false
   })
+  // The modules others import first, the entry last.
+  const imported = outputFiles.filter((file) => file.path.includes("/chunks/"))
+  for (const file of [...imported, ...outputFiles.filter((file) => !imported.includes(file))])
+    await publish(file.path, file.contents)
   // Static imports run in order: V8's flag is set before the server's modules load.
-  await writeFile(join(outdir, "main.js"), 'import "./gc-tuning.js"\nimport "./server.js"\n')
+  await publish(join(outdir, "main.js"), 'import "./gc-tuning.js"\nimport "./server.js"\n')
   return join(outdir, "main.js")
 }
 
