@@ -147,7 +147,7 @@ const startIntake = async (env: Record<string, string>): Promise<IntakeServer> =
   const port = await freePort()
   const child = fork(builtServer(), [], {
     cwd: join(root, "apps/server"),
-    execArgv: ["--enable-source-maps", "--import", "tsx", "--import", join(root, "bench/round-trips.ts")],
+    execArgv: ["--import", "tsx", "--import", join(root, "bench/round-trips.ts")],
     env: {
       PATH: process.env.PATH ?? "",
       // Nothing balances load here: a stopped server need not drain.

@@ -4,7 +4,8 @@
  * under a second. The workspace's packages (`@intake/*`) go into one bundle; every other
  * package stays its own module, imported from the file Node would load, so there is one
  * copy of each (one `effect`). `dist/main.js` imports gc-tuning before the bundle, as
- * `src/main.ts` imports it before anything else.
+ * `src/main.ts` imports it before anything else, then turns on source maps, so stack traces
+ * name the TypeScript sources (as they did under tsx) without a flag for Node.
  *
  *   node build.mjs [OUTDIR]   (`pnpm start` builds into dist/; the tests, through
  *                             test/global-setup.ts, into a folder of their own under dist/)
@@ -51,7 +52,7 @@ const publish = async (path, contents) => {
   await rename(partial, path)
 }
 
-export const buildServer = async (outdir = join(serverDir, "dist")) => {
+const buildServer = async (outdir = join(serverDir, "dist")) => {
   const { outputFiles } = await build({
     absWorkingDir: serverDir,
     entryPoints: { server: "src/main.ts", "gc-tuning": "@intake/node/gc-tuning" },
@@ -73,8 +74,13 @@ export const buildServer = async (outdir = join(serverDir, "dist")) => {
   const imported = outputFiles.filter((file) => file.path.includes("/chunks/"))
   for (const file of [...imported, ...outputFiles.filter((file) => !imported.includes(file))])
     await publish(file.path, file.contents)
+  // Only modules loaded after source maps are turned on get theirs: before the bundle.
+  await publish(join(outdir, "source-maps.js"), "process.setSourceMapsEnabled(true)\n")
   // Static imports run in order: V8's flag is set before the server's modules load.
-  await publish(join(outdir, "main.js"), 'import "./gc-tuning.js"\nimport "./server.js"\n')
+  await publish(
+    join(outdir, "main.js"),
+    'import "./gc-tuning.js"\nimport "./source-maps.js"\nimport "./server.js"\n'
+  )
   return join(outdir, "main.js")
 }
 

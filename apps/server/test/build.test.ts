@@ -37,6 +37,18 @@ describe("the built server (what pnpm start runs)", () => {
     expect(tuning.outside).toEqual(["node:v8"])
   })
 
+  it("turns source maps on before the server's modules load, so stack traces name the TypeScript sources", async () => {
+    const entry = inject("serverEntry")
+    const imports = [...(await readFile(entry, "utf8")).matchAll(/^import "([^"]+)"$/gm)].map(
+      (match) => match[1]
+    )
+    expect(imports.indexOf("./source-maps.js")).toBeLessThan(imports.indexOf("./server.js"))
+    expect(imports.indexOf("./source-maps.js")).toBeGreaterThan(-1)
+    expect(await readFile(join(dirname(entry), "source-maps.js"), "utf8")).toContain(
+      "process.setSourceMapsEnabled(true)"
+    )
+  })
+
   it("loads the model summarizer only when asked for: @effect/ai-openai is imported on demand, not at start", async () => {
     const entry = inject("serverEntry")
     const atStart = await withItsImports(entry)

@@ -1,6 +1,6 @@
 /**
  * Server processes for tests that need more than one instance: the built server the way
- * `pnpm start` runs it (`node --enable-source-maps dist/main.js`, built once per test project
+ * `pnpm start` runs it (`node dist/main.js`, built once per test project
  * by global-setup.ts), on a free port, stopped when the test's scope closes.
  */
 import { type ChildProcess, spawn } from "node:child_process"
@@ -16,7 +16,7 @@ const serverDir = join(import.meta.dirname, "..")
 
 /** Starts the built server as `pnpm start` does (apps/server/package.json), with `env` only. */
 export const spawnServer = (env: NodeJS.ProcessEnv) =>
-  spawn(process.execPath, ["--enable-source-maps", inject("serverEntry")], { cwd: serverDir, env })
+  spawn(process.execPath, [inject("serverEntry")], { cwd: serverDir, env })
 
 export const freePort = Effect.promise(
   () =>
