@@ -19,6 +19,7 @@
  * trips of a create").
  */
 import { createHash } from "node:crypto"
+import { connect } from "node:net"
 import { SqlClient } from "@effect/sql"
 import type { Connection } from "@effect/sql/SqlConnection"
 import { SqlError } from "@effect/sql/SqlError"
@@ -31,6 +32,7 @@ import {
   type QueryConfig,
   type QueryResult
 } from "pg"
+import { serialize } from "pg-protocol"
 import type { Row } from "./storage.js"
 
 export interface SqlText {
@@ -68,17 +70,45 @@ const nameOf = (text: string) => {
 
 const failed = (cause: unknown, message = "Failed to execute statement") => new SqlError({ cause, message })
 
+/** How long a cancel request may take to be delivered (connect, send, PostgreSQL closes). */
+const CANCEL_TIMEOUT_MS = 5_000
+
+/** What pg's client knows of its session (not all of it in @types/pg). */
+interface SessionOf {
+  readonly processID?: number | null
+  readonly secretKey?: number | null
+  readonly host?: string
+  readonly port?: number
+}
+
 /**
- * PostgreSQL ends the statement a transaction's client still runs (best effort, as
- * @effect/sql-pg does): its answer comes, and the ROLLBACK queued behind it runs.
+ * PostgreSQL ends the statement a transaction's client still runs (best effort): its answer
+ * comes, and the ROLLBACK queued behind it runs. The cancel goes as the protocol's
+ * CancelRequest on a connection of its own, never as a statement on a session of the pool:
+ * when every session of the pool is held by a unit of work being interrupted (a burst of
+ * clients gone, of deadlines passed), a cancel that needed one would wait for the
+ * statements it should end, and their locks with them. Settled when PostgreSQL closes that
+ * connection (it has signalled the session), on an error, or after CANCEL_TIMEOUT_MS.
  */
-const cancelStatement = (pool: Pool, client: PoolClient) =>
+const cancelStatement = (client: PoolClient) =>
   Effect.async<void>((resume) => {
-    const processId = (client as unknown as { readonly processID?: number }).processID
-    if (processId === undefined || (pool as unknown as { readonly ending?: boolean }).ending === true)
+    const { processID, secretKey, host, port } = client as unknown as SessionOf
+    if (processID == null || secretKey == null || host === undefined || port === undefined)
       return resume(Effect.void)
-    pool.query("SELECT pg_cancel_backend($1)", [processId], () => resume(Effect.void))
-  }).pipe(Effect.timeoutOption(5000), Effect.asVoid)
+    const socket = host.startsWith("/") ? connect(`${host}/.s.PGSQL.${port}`) : connect(port, host)
+    let settled = false
+    const settle = () => {
+      if (settled) return
+      settled = true
+      socket.destroy()
+      resume(Effect.void)
+    }
+    socket.setTimeout(CANCEL_TIMEOUT_MS, settle)
+    socket.once("error", settle)
+    socket.once("close", settle)
+    socket.once("connect", () => socket.end(serialize.cancel(processID, secretKey)))
+    return Effect.sync(settle)
+  })
 
 /**
  * A named prepared statement as pg's own Query, built from its text: given a config
@@ -289,7 +319,7 @@ export const directTransaction = <A, E, R>(
                 Effect.zipRight(
                   // Interrupted mid-statement: the statement is ended first, or the ROLLBACK
                   // queued behind it would wait for it (a lock wait, a slow query).
-                  connection.pending > 0 ? cancelStatement(pool, client) : Effect.void,
+                  connection.pending > 0 ? cancelStatement(client) : Effect.void,
                   Effect.matchEffect(command("ROLLBACK"), { onFailure: release, onSuccess: () => release() })
                 ),
                 exit

@@ -77,6 +77,53 @@ describePostgres("a unit of work on PostgreSQL", () => {
   layer(PgUnitOfWork.pipe(Layer.provideMerge(database)), {
     excludeTestServices: true,
     timeout: Duration.seconds(60)
+  })("interrupted while they hold every connection of the pool", (it) => {
+    it.effect(
+      "each statement is cancelled without a connection of the pool, and the pool serves again at once",
+      () =>
+        Effect.gen(function* () {
+          const sql = yield* SqlClient.SqlClient
+          const unitOfWork = yield* UnitOfWork
+          const rowsOf = yield* preparedStatements
+          const { pool } = Option.getOrThrow(yield* Effect.serviceOption(PgReads))
+          const tag = `held_${Math.random().toString(36).slice(2, 10)}`
+          // The pool has 3 connections: two units of work sleep, the third is this watcher's.
+          const watcher = yield* Effect.promise(() => pool.connect())
+          const sleeping = Effect.promise(() =>
+            watcher
+              .query<{ n: number }>(
+                `SELECT count(*)::int AS n FROM pg_stat_activity WHERE state = 'active' AND query LIKE $1`,
+                [`SELECT pg_sleep($1) AS ${tag}%`]
+              )
+              .then((result) => result.rows[0]!.n)
+          )
+          const running = yield* Effect.forEach(
+            [1, 2],
+            () =>
+              Effect.fork(
+                unitOfWork.transaction(rowsOf({ text: `SELECT pg_sleep($1) AS ${tag}`, values: [30] }))
+              ),
+            { concurrency: "unbounded" }
+          )
+          yield* Effect.repeat(sleeping, {
+            until: (n) => n === 2,
+            schedule: Schedule.spaced("20 millis")
+          }).pipe(Effect.timeout("10 seconds"))
+
+          // A cancel that waited for a connection of the pool would wait out the connect timeout (5 s).
+          const [stoppedAfter] = yield* Effect.timed(Fiber.interruptAll(running))
+          expect(Duration.toMillis(stoppedAfter)).toBeLessThan(2_000)
+          expect(yield* sleeping).toBe(0)
+          watcher.release()
+          const [served] = yield* Effect.timed(sql`SELECT 1`)
+          expect(Duration.toMillis(served)).toBeLessThan(2_000)
+        })
+    )
+  })
+
+  layer(PgUnitOfWork.pipe(Layer.provideMerge(database)), {
+    excludeTestServices: true,
+    timeout: Duration.seconds(60)
   })("its last statement under commitWith", (it) => {
     const setUp = Effect.gen(function* () {
       const sql = yield* SqlClient.SqlClient
