@@ -23,7 +23,8 @@ import { connect } from "node:net"
 import { SqlClient } from "@effect/sql"
 import type { Connection } from "@effect/sql/SqlConnection"
 import { SqlError } from "@effect/sql/SqlError"
-import { Context, Effect, Exit, Option, Stream } from "effect"
+import type { StorageUnavailable } from "@intake/domain"
+import { Context, Effect, Exit, FiberRef, Option, Stream } from "effect"
 import {
   type Pool,
   type PoolClient,
@@ -33,7 +34,7 @@ import {
   type QueryResult
 } from "pg"
 import { serialize } from "pg-protocol"
-import type { Row } from "./storage.js"
+import { type Row, storageFailure } from "./storage.js"
 
 export interface SqlText {
   readonly text: string
@@ -127,22 +128,40 @@ const preparedQuery = (
 }
 
 /**
- * One statement. It registers no canceler: an `Effect.async` with one costs an `onInterrupt`
- * region (a mask, a match and a cleanup step) per statement, and only a unit of work has
- * something to cancel, which `directTransaction` does once, when it is interrupted.
+ * One statement, resumed with what `complete` makes of its answer. It registers no canceler:
+ * an `Effect.async` with one costs an `onInterrupt` region (a mask, a match and a cleanup
+ * step) per statement, and only a unit of work has something to cancel, which
+ * `directTransaction` does once, when it is interrupted.
  */
+const sendThen = <A, E>(
+  target: Pool | PoolClient,
+  config: QueryConfig | QueryArrayConfig | Query,
+  inFlight: { pending: number } | undefined,
+  complete: (error: Error | undefined, result: QueryResult) => Effect.Effect<A, E>
+) =>
+  Effect.async<A, E>((resume) => {
+    if (inFlight !== undefined) inFlight.pending++
+    target.query(config as QueryConfig, (error: Error | undefined, result: QueryResult) => {
+      if (inFlight !== undefined) inFlight.pending--
+      let next: Effect.Effect<A, E>
+      try {
+        next = complete(error, result)
+      } catch (defect) {
+        next = Effect.die(defect)
+      }
+      resume(next)
+    })
+  })
+
+const asResult = <R extends QueryResult>(error: Error | undefined, result: QueryResult) =>
+  error ? Exit.fail(failed(error)) : Exit.succeed(result as R)
+
+/** One statement, answering pg's result. */
 const send = <R extends QueryResult>(
   target: Pool | PoolClient,
   config: QueryConfig | QueryArrayConfig | Query,
   inFlight?: { pending: number }
-) =>
-  Effect.async<R, SqlError>((resume) => {
-    if (inFlight !== undefined) inFlight.pending++
-    target.query(config as QueryConfig, (error: Error | undefined, result: QueryResult) => {
-      if (inFlight !== undefined) inFlight.pending--
-      resume(error ? Effect.fail(failed(error)) : Effect.succeed(result as R))
-    })
-  })
+) => sendThen<R, SqlError>(target, config, inFlight, asResult<R>)
 
 /**
  * A query whose COMMIT follows it in the same write (extended protocol: the statement's
@@ -203,11 +222,40 @@ export class TransactionClient implements Connection {
   committed = false
   constructor(readonly client: PoolClient) {}
   send<R extends QueryResult>(config: QueryConfig | QueryArrayConfig | Query) {
+    return this.sendThen(config, asResult<R>)
+  }
+  sendThen<A, E>(
+    config: QueryConfig | QueryArrayConfig | Query,
+    complete: (error: Error | undefined, result: QueryResult) => Effect.Effect<A, E>
+  ): Effect.Effect<A, E> {
     if (this.committed) {
       const text = (config as { readonly text?: unknown }).text
       return Effect.die(new StatementAfterCommit(typeof text === "string" ? text : "?"))
     }
-    return send<R>(this.client, config, this)
+    return sendThen(this.client, config, this, complete)
+  }
+  /**
+   * A named statement as a repository step (StatementStep); as the unit of work's last,
+   * with its COMMIT when commitWith asked for it.
+   */
+  step<A, E>(
+    name: string,
+    statement: SqlText,
+    final: boolean,
+    decode: (rows: ReadonlyArray<Row>) => Effect.Effect<A, E>,
+    onError: (error: SqlError) => Effect.Effect<A, E | StorageUnavailable>
+  ): Effect.Effect<A, E | StorageUnavailable> {
+    const values = statement.values as Array<unknown>
+    if (!final || !this.commitsWithFinalStatement || this.nesting > 0)
+      return this.sendThen(preparedQuery(name, statement.text, values), (error, result) =>
+        error ? onError(failed(error)) : decode(result.rows as ReadonlyArray<Row>)
+      )
+    return this.sendThen(preparedQuery(name, statement.text, values, CommittingQuery), (error, results) => {
+      if (error) return onError(failed(error))
+      this.committed = true
+      const [result] = results as unknown as ReadonlyArray<QueryResult>
+      return decode((result?.rows ?? []) as ReadonlyArray<Row>)
+    })
   }
   /** `query` as the unit of work's last statement: with its COMMIT when commitWith asked for it. */
   final(name: string, text: string, values: Array<unknown>): Effect.Effect<ReadonlyArray<Row>, SqlError> {
@@ -259,19 +307,33 @@ export class TransactionClient implements Connection {
   }
 }
 
-/** A client of the pool; given back at once when the fiber waiting for it was interrupted. */
-const checkout = (pool: Pool) =>
+/** The error a client is released with when its BEGIN came back to no one: the pool drops it. */
+const unclaimed = new Error("a transaction's client came back to a fiber that was interrupted")
+
+/**
+ * A client of the pool with BEGIN sent on it, in one step of the fiber. A client that
+ * arrives, or whose BEGIN is answered, after the fiber waiting for it was interrupted goes
+ * back to the pool at once (dropped once BEGIN was sent: its session is in a transaction).
+ */
+const checkoutInTransaction = (pool: Pool) =>
   Effect.async<PoolClient, SqlError>((resume) => {
     let abandoned = false
     pool.connect((error, client, release) => {
       if (error || client === undefined)
         return resume(
-          Effect.fail(
+          Exit.fail(
             failed(error ?? new Error("No client returned"), "Failed to acquire connection for transaction")
           )
         )
       if (abandoned) return release()
-      resume(Effect.succeed(client))
+      client.query("BEGIN", (beginError: Error | undefined) => {
+        if (beginError) {
+          release(beginError)
+          return resume(Exit.fail(failed(beginError)))
+        }
+        if (abandoned) return release(unclaimed)
+        resume(Exit.succeed(client))
+      })
     })
     return Effect.sync(() => {
       abandoned = true
@@ -283,49 +345,57 @@ const checkout = (pool: Pool) =>
  * ROLLBACK otherwise (an interruption included; a statement it left running is cancelled
  * first). The client goes back to the pool, or is dropped when a COMMIT or ROLLBACK failed
  * or it reported an error: a session in an unknown state never serves another statement.
- * A COMMIT that failed fails with its SqlError.
+ * A COMMIT that failed fails with its SqlError. The client is set in the fiber's context as
+ * `@effect/sql`'s transaction connection for `self`, and the context restored after it: by
+ * hand, in this uninterruptible region, where `Effect.provideService` would wrap `self` in
+ * a region of its own (about fifteen steps of the fiber; docs/choices.md).
  */
 export const directTransaction = <A, E, R>(
   pool: Pool,
   self: Effect.Effect<A, E, R>
 ): Effect.Effect<A, E | SqlError, R> =>
   Effect.uninterruptibleMask((restore) =>
-    Effect.flatMap(restore(checkout(pool)), (client) => {
-      const connection = new TransactionClient(client)
-      const onError = (error: Error) => {
-        connection.broken = error
-      }
-      client.on("error", onError)
-      const release = (error?: Error) =>
-        Effect.sync(() => {
+    Effect.flatMap(restore(checkoutInTransaction(pool)), (client) =>
+      Effect.withFiberRuntime<A, E | SqlError, R>((fiber) => {
+        const connection = new TransactionClient(client)
+        const onError = (error: Error) => {
+          connection.broken = error
+        }
+        client.on("error", onError)
+        const release = (error?: Error) => {
           client.off("error", onError)
           client.release(error ?? connection.broken)
-        })
-      const command = (text: string) => connection.rows({ text })
-      const body = Effect.zipRight(
-        command("BEGIN"),
-        restore(Effect.provideService(self, SqlClient.TransactionConnection, [connection, 0] as const))
-      )
-      return Effect.flatMap(Effect.exit(body), (exit) =>
-        // Committed with its last statement: nothing left to send, whatever came after it.
-        connection.committed
-          ? Effect.zipRight(release(), exit)
-          : Exit.isSuccess(exit)
-            ? Effect.matchEffect(command("COMMIT"), {
-                onFailure: (error) => Effect.zipRight(release(error), Effect.fail(error)),
-                onSuccess: () => Effect.zipRight(release(), exit)
-              })
-            : Effect.zipRight(
-                Effect.zipRight(
-                  // Interrupted mid-statement: the statement is ended first, or the ROLLBACK
-                  // queued behind it would wait for it (a lock wait, a slow query).
-                  connection.pending > 0 ? cancelStatement(client) : Effect.void,
-                  Effect.matchEffect(command("ROLLBACK"), { onFailure: release, onSuccess: () => release() })
-                ),
-                exit
-              )
-      )
-    })
+        }
+        const outer = fiber.currentContext
+        const inside = Context.add(outer, SqlClient.TransactionConnection, [connection, 0] as const)
+        /** Ends the transaction as `exit` says, then answers `exit` (or the COMMIT's failure). */
+        const end = (exit: Exit.Exit<A, E>): Effect.Effect<A, E | SqlError> => {
+          // Committed with its last statement: nothing left to send, whatever came after it.
+          if (connection.committed) {
+            release()
+            return exit
+          }
+          if (Exit.isSuccess(exit))
+            return connection.sendThen<A, E | SqlError>({ text: "COMMIT" }, (error) => {
+              release(error)
+              return error ? Exit.fail(failed(error)) : exit
+            })
+          const rollback = connection.sendThen<A, E | SqlError>({ text: "ROLLBACK" }, (error) => {
+            release(error)
+            return exit
+          })
+          // Interrupted mid-statement: the statement is ended first, or the ROLLBACK queued
+          // behind it would wait for it (a lock wait, a slow query).
+          return connection.pending > 0 ? Effect.zipRight(cancelStatement(client), rollback) : rollback
+        }
+        return Effect.zipRight(
+          FiberRef.set(FiberRef.currentContext, inside),
+          Effect.flatMap(Effect.exit(restore(self)), (exit) =>
+            Effect.zipRight(FiberRef.set(FiberRef.currentContext, outer), end(exit))
+          )
+        )
+      })
+    )
   )
 
 /**
@@ -350,8 +420,72 @@ export const preparedStatements: Effect.Effect<StatementRunner, never, SqlClient
 
 type StatementRunner = (statement: SqlText) => Effect.Effect<ReadonlyArray<Row>, SqlError>
 
+/**
+ * One statement as a whole repository step: its rows made into the step's answer by
+ * `decode` (a plain success or failure: `Exit.succeed`, `Exit.fail`), a database failure
+ * turned into StorageUnavailable for `operation` unless `refine` names a failure of its own.
+ * On PostgreSQL it costs the fiber three steps (find the unit of work in the fiber's context,
+ * send, resume with the answer), where a statement through `preparedStatements` followed by
+ * a map and `stored` costs about a dozen; a create runs six (docs/choices.md, "Statements on
+ * pg directly").
+ */
+export type StatementStep = <A, E = never>(
+  operation: string,
+  statement: SqlText,
+  decode: (rows: ReadonlyArray<Row>) => Effect.Effect<A, E>,
+  refine?: (error: SqlError) => E | undefined
+) => Effect.Effect<A, E | StorageUnavailable>
+
+/**
+ * The steps of this module's statements: `step` as `preparedStatements` runs a statement,
+ * `final` as `finalStatements` does (with the unit of work's COMMIT under commitWith).
+ */
+export const statementSteps: Effect.Effect<
+  { readonly step: StatementStep; readonly final: StatementStep },
+  never,
+  SqlClient.SqlClient
+> = Effect.map(preparedStatementsOf(), (runners) => {
+  const via =
+    (runner: StatementRunner, final: boolean): StatementStep =>
+    <A, E = never>(
+      operation: string,
+      statement: SqlText,
+      decode: (rows: ReadonlyArray<Row>) => Effect.Effect<A, E>,
+      refine?: (error: SqlError) => E | undefined
+    ): Effect.Effect<A, E | StorageUnavailable> => {
+      const onError = (error: SqlError): Effect.Effect<A, E | StorageUnavailable> => {
+        const refined = refine?.(error)
+        return refined === undefined ? Exit.fail(storageFailure(operation, error)) : Exit.fail(refined as E)
+      }
+      if (runners.pool === undefined)
+        return Effect.matchEffect(runner(statement), { onFailure: onError, onSuccess: decode })
+      const pool = runners.pool
+      return Effect.withFiberRuntime<A, E | StorageUnavailable>((fiber) => {
+        const transaction = Context.getOption(fiber.currentContext, SqlClient.TransactionConnection)
+        const name = nameOf(statement.text)
+        if (Option.isNone(transaction))
+          return sendThen<A, E | StorageUnavailable>(
+            pool,
+            preparedQuery(name, statement.text, statement.values as Array<unknown>),
+            undefined,
+            (error, result) => (error ? onError(failed(error)) : decode(result.rows as ReadonlyArray<Row>))
+          )
+        const connection = transaction.value[0]
+        if (!(connection instanceof TransactionClient))
+          return Effect.matchEffect(runner(statement), { onFailure: onError, onSuccess: decode })
+        return connection.step(name, statement, final, decode, onError)
+      })
+    }
+  return { step: via(runners.statement, false), final: via(runners.final, true) }
+})
+
 function preparedStatementsOf(): Effect.Effect<
-  { readonly statement: StatementRunner; readonly final: StatementRunner },
+  {
+    readonly statement: StatementRunner
+    readonly final: StatementRunner
+    /** PostgreSQL's pool; none on PGlite. */
+    readonly pool?: Pool
+  },
   never,
   SqlClient.SqlClient
 > {
@@ -380,6 +514,6 @@ function preparedStatementsOf(): Effect.Effect<
             ? connection.final(name, statement.text, values)
             : connection.rows(preparedQuery(name, statement.text, values))
         })
-    return { statement: runner(false), final: runner(true) }
+    return { statement: runner(false), final: runner(true), pool }
   })
 }

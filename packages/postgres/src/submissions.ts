@@ -17,12 +17,12 @@ import {
   SubmissionRepository,
   UsageCounters
 } from "@intake/domain"
-import { Effect, Layer, Option } from "effect"
+import { Effect, Exit, Layer, Option } from "effect"
 import { workspaceFromRow } from "./access.js"
 import { deliveryRow, eventFromRow } from "./deliveries.js"
 import { QUOTA_USED_UP_SQLSTATE } from "./migrations.js"
 import { afterPosition, pageFrom } from "./paging.js"
-import { finalStatements, preparedStatements, type SqlText, statement } from "./reads.js"
+import { preparedStatements, type SqlText, statement, statementSteps } from "./reads.js"
 import { fromJson, type Row, stored, toDate, toMillis, toNumber } from "./storage.js"
 import { endpointFromRow } from "./webhooks.js"
 
@@ -113,9 +113,23 @@ const intakeTargetInWorkspace = (id: string, workspaceId: string) =>
     FROM intake_bots b JOIN workspaces w ON w.id = b.workspace_id
     WHERE b.id = ${id} AND b.workspace_id = ${workspaceId}`
 
+/** The bot with its workspace and endpoints, from intakeTargetStatement's row. */
+const intakeTargetFromRows = (rows: ReadonlyArray<Row>) =>
+  Exit.succeed(
+    Option.map(Option.fromNullable(rows[0]), (row) => {
+      const endpoints = fromJson<ReadonlyArray<Row>>(row.endpoints).map(endpointFromRow)
+      return {
+        bot: botFromRow(row),
+        workspace: workspaceFromRow(fromJson<Row>(row.workspace)),
+        activeEndpoints: endpoints.filter((endpoint) => endpoint.status === "active"),
+        inactiveEndpoints: endpoints.filter((endpoint) => endpoint.status !== "active")
+      }
+    })
+  )
+
 export const PgIntakeBotRepository = Layer.effect(
   IntakeBotRepository,
-  Effect.zipWith(SqlClient.SqlClient, preparedStatements, (sql, rowsOf) => {
+  Effect.zipWith(SqlClient.SqlClient, statementSteps, (sql, { step }) => {
     const findOne = (rows: ReadonlyArray<Row>) => Option.map(Option.fromNullable(rows[0]), botFromRow)
     return IntakeBotRepository.of({
       insert: (bot) =>
@@ -137,22 +151,10 @@ export const PgIntakeBotRepository = Layer.effect(
         ),
       // One read: the bot joined to its workspace, with the workspace's endpoints as json.
       findIntakeTarget: (id, workspaceId) =>
-        stored("intakeBots.findIntakeTarget")(
-          Effect.map(
-            rowsOf(
-              workspaceId === null ? intakeTargetStatement(id) : intakeTargetInWorkspace(id, workspaceId)
-            ),
-            (rows) =>
-              Option.map(Option.fromNullable(rows[0]), (row) => {
-                const endpoints = fromJson<ReadonlyArray<Row>>(row.endpoints).map(endpointFromRow)
-                return {
-                  bot: botFromRow(row),
-                  workspace: workspaceFromRow(fromJson<Row>(row.workspace)),
-                  activeEndpoints: endpoints.filter((endpoint) => endpoint.status === "active"),
-                  inactiveEndpoints: endpoints.filter((endpoint) => endpoint.status !== "active")
-                }
-              })
-          )
+        step(
+          "intakeBots.findIntakeTarget",
+          workspaceId === null ? intakeTargetStatement(id) : intakeTargetInWorkspace(id, workspaceId),
+          intakeTargetFromRows
         ),
       findInWorkspace: (workspaceId, id) =>
         stored("intakeBots.findInWorkspace")(
@@ -353,28 +355,27 @@ const insertSubmission = (
 export const PgSubmissionRepository = Layer.effect(
   SubmissionRepository,
   Effect.map(
-    Effect.all([SqlClient.SqlClient, preparedStatements, finalStatements]),
-    ([sql, rowsOf, finalRowsOf]) =>
+    Effect.all([SqlClient.SqlClient, preparedStatements, statementSteps]),
+    ([sql, rowsOf, { step, final }]) =>
       SubmissionRepository.of({
         insert: (s, messages) =>
           stored("submissions.insert")(Effect.asVoid(rowsOf(insertSubmission(s, messages, null)))),
         // One statement: the inserts, then the usage counter's reservation, which fails it past
         // the quota; a unit of work's last, so it may carry the COMMIT (UnitOfWork.commitWith).
         insertWithinQuota: (s, messages, quota) =>
-          stored("submissions.insertWithinQuota")(
-            Effect.catchIf(
-              Effect.asVoid(finalRowsOf(insertSubmission(s, messages, quota))),
-              isQuotaUsedUp,
-              (error) =>
-                Effect.fail(
-                  new PlanLimitExceeded({
+          final(
+            "submissions.insertWithinQuota",
+            insertSubmission(s, messages, quota),
+            () => Exit.void,
+            (error) =>
+              isQuotaUsedUp(error)
+                ? new PlanLimitExceeded({
                     message: `The monthly quota of ${quota.max} submissions is used up.`,
                     resource: "submissions",
                     current: quotaUsedUpCount(error),
                     max: quota.max
                   })
-                )
-            )
+                : undefined
           ),
         findById: (id) =>
           stored("submissions.findById")(
@@ -395,10 +396,8 @@ export const PgSubmissionRepository = Layer.effect(
           ),
         // One query: message_count is a count on the messages' (submission_id, position) index.
         list: (workspaceId, intakeBotId, page, range) =>
-          stored("submissions.list")(
-            Effect.map(rowsOf(listSubmissionsStatement(workspaceId, intakeBotId, page, range)), (rows) =>
-              pageFrom(rows, page.limit, (row) => listItemFromRow(row, workspaceId, intakeBotId))
-            )
+          step("submissions.list", listSubmissionsStatement(workspaceId, intakeBotId, page, range), (rows) =>
+            Exit.succeed(pageFrom(rows, page.limit, (row) => listItemFromRow(row, workspaceId, intakeBotId)))
           ),
         replaceSummary: (id, summary, at) =>
           stored("submissions.replaceSummary")(
@@ -447,32 +446,39 @@ const contactFromRow = (row: Row): Contact => ({
   createdAt: toMillis(row.created_at)
 })
 
+/**
+ * The contact an email names in a workspace, inserted when there is none. One statement,
+ * taking no lock on a known contact: the insert, or else the contact as the statement's
+ * snapshot shows it. A contact committed by a concurrent insert after that snapshot (ON
+ * CONFLICT waited for it) is not in it: a second read finds it.
+ */
+const findOrCreateContact = (c: Contact) =>
+  statement`WITH inserted AS (
+      INSERT INTO contacts (id, workspace_id, email, name, created_at)
+      VALUES (${c.id}, ${c.workspaceId}, ${c.email}, ${c.name}, ${toDate(c.createdAt)})
+      ON CONFLICT (workspace_id, lower(email)) DO NOTHING
+      RETURNING *
+    )
+    SELECT * FROM inserted
+    UNION ALL
+    SELECT * FROM contacts WHERE workspace_id = ${c.workspaceId} AND lower(email) = lower(${c.email})`
+
+const contactByEmail = (c: Contact) =>
+  statement`SELECT * FROM contacts WHERE workspace_id = ${c.workspaceId} AND lower(email) = lower(${c.email})`
+
 export const PgContactRepository = Layer.effect(
   ContactRepository,
-  Effect.zipWith(SqlClient.SqlClient, preparedStatements, (sql, rowsOf) =>
+  Effect.zipWith(SqlClient.SqlClient, statementSteps, (sql, { step }) =>
     ContactRepository.of({
-      // One statement, taking no lock on a known contact: the insert, or else the contact
-      // as the statement's snapshot shows it. A contact committed by a concurrent insert
-      // after that snapshot (ON CONFLICT waited for it) is not in it: a second read finds it.
       findOrCreate: (c) =>
-        stored("contacts.findOrCreate")(
-          Effect.gen(function* () {
-            const [row] = yield* rowsOf(statement`WITH inserted AS (
-                INSERT INTO contacts (id, workspace_id, email, name, created_at)
-                VALUES (${c.id}, ${c.workspaceId}, ${c.email}, ${c.name}, ${toDate(c.createdAt)})
-                ON CONFLICT (workspace_id, lower(email)) DO NOTHING
-                RETURNING *
+        step("contacts.findOrCreate", findOrCreateContact(c), ([row]) =>
+          row !== undefined
+            ? Exit.succeed({ contact: contactFromRow(row), created: row.id === c.id })
+            : step("contacts.findOrCreate", contactByEmail(c), ([existing]) =>
+                existing === undefined
+                  ? Exit.die(new Error("contact vanished after a conflicting insert"))
+                  : Exit.succeed({ contact: contactFromRow(existing), created: false })
               )
-              SELECT * FROM inserted
-              UNION ALL
-              SELECT * FROM contacts WHERE workspace_id = ${c.workspaceId} AND lower(email) = lower(${c.email})`)
-            if (row !== undefined) return { contact: contactFromRow(row), created: row.id === c.id }
-            const [existing] = yield* rowsOf(statement`SELECT * FROM contacts
-              WHERE workspace_id = ${c.workspaceId} AND lower(email) = lower(${c.email})`)
-            if (existing === undefined)
-              return yield* Effect.dieMessage("contact vanished after a conflicting insert")
-            return { contact: contactFromRow(existing), created: false }
-          })
         ),
       findById: (workspaceId, id) =>
         stored("contacts.findById")(
@@ -509,7 +515,7 @@ const insertEventsTexts = [insertEventsText(1), insertEventsText(2)]
 
 export const PgEventOutbox = Layer.effect(
   EventOutbox,
-  Effect.zipWith(SqlClient.SqlClient, preparedStatements, (sql, rowsOf) =>
+  Effect.zipWith(SqlClient.SqlClient, statementSteps, (sql, { step }) =>
     EventOutbox.of({
       // One statement: the events, and their attempts in a data-modifying CTE.
       append: (events, queued) => {
@@ -517,23 +523,23 @@ export const PgEventOutbox = Layer.effect(
         const text = insertEventsTexts[events.length - 1]
         // Without attempts (no endpoint listens), as a prepared statement.
         if (text !== undefined && (queued === undefined || queued.deliveries.length === 0))
-          return stored("outbox.append")(
-            Effect.asVoid(
-              rowsOf({
-                text,
-                values: events.flatMap((e) => [
-                  e.id,
-                  e.workspaceId,
-                  e.type,
-                  e.intakeBotId,
-                  e.submissionId,
-                  e.contactId,
-                  e.webhookId ?? null,
-                  e.disabledReason ?? null,
-                  toDate(e.createdAt)
-                ])
-              })
-            )
+          return step(
+            "outbox.append",
+            {
+              text,
+              values: events.flatMap((e) => [
+                e.id,
+                e.workspaceId,
+                e.type,
+                e.intakeBotId,
+                e.submissionId,
+                e.contactId,
+                e.webhookId ?? null,
+                e.disabledReason ?? null,
+                toDate(e.createdAt)
+              ])
+            },
+            () => Exit.void
           )
         const insertEvents = sql`INSERT INTO domain_events ${sql.insert(
           events.map((e) => ({

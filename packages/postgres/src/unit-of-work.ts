@@ -1,7 +1,7 @@
 import { SqlClient } from "@effect/sql"
 import { SqlError } from "@effect/sql/SqlError"
 import { type StorageUnavailable, UnitOfWork } from "@intake/domain"
-import { type Context, Effect, Layer, Option } from "effect"
+import { Context, Effect, Layer, Option } from "effect"
 import { directTransaction, PgReads, TransactionClient } from "./reads.js"
 import { sqlDefectsAsFailures, storageFailure } from "./storage.js"
 
@@ -27,24 +27,33 @@ export const PgUnitOfWork = Layer.effect(
       Option.isSome(enclosing) && enclosing.value[0] instanceof TransactionClient
         ? enclosing.value[0]
         : undefined
+    /** The enclosing unit of work's transaction connection, read from the fiber's context in one step. */
+    const withEnclosing = <A, E, R>(
+      f: (
+        enclosing: Option.Option<Context.Tag.Service<typeof SqlClient.TransactionConnection>>
+      ) => Effect.Effect<A, E, R>
+    ) =>
+      Effect.withFiberRuntime<A, E, R>((fiber) =>
+        f(Context.getOption(fiber.currentContext, SqlClient.TransactionConnection))
+      )
     return UnitOfWork.of({
       transaction: <A, E, R>(self: Effect.Effect<A, E, R>) =>
-        Effect.flatMap(Effect.serviceOption(SqlClient.TransactionConnection), (enclosing) => {
+        withEnclosing((enclosing) => {
           if (Option.isNone(enclosing)) return runOwn(self)
           // Nested: part of the enclosing unit, whose last statement is not the end of this one.
           const client = clientOf(enclosing)
           if (client === undefined) return self
           client.nesting++
-          return Effect.ensuring(
-            self,
-            Effect.sync(() => {
-              client.nesting--
-            })
-          )
+          // Not `ensuring` (a region of its own): an interrupted unit of work is rolled back
+          // whole, and its client with its count is not used again.
+          return Effect.flatMap(Effect.exit(self), (exit) => {
+            client.nesting--
+            return exit
+          })
         }),
       // On PostgreSQL the step's final statement carries the COMMIT (reads.ts); elsewhere it runs as it is.
       commitWith: <A, E, R>(step: Effect.Effect<A, E, R>) =>
-        Effect.flatMap(Effect.serviceOption(SqlClient.TransactionConnection), (enclosing) => {
+        withEnclosing((enclosing) => {
           const client = clientOf(enclosing)
           if (client !== undefined && client.nesting === 0) client.commitsWithFinalStatement = true
           return step

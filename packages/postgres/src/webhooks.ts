@@ -1,6 +1,7 @@
 /** Webhook endpoints and the idempotency store on Postgres. */
 import { SqlClient } from "@effect/sql"
 import {
+  type IdempotencyClaim,
   IdempotencyConflict,
   type IdempotencyScope,
   IdempotencyStore,
@@ -10,9 +11,9 @@ import {
   type WebhookEndpoint,
   WebhookRepository
 } from "@intake/domain"
-import { Effect, Layer, Option } from "effect"
+import { Effect, Exit, Layer, Option } from "effect"
 import { afterPosition, pageFrom } from "./paging.js"
-import { preparedStatements, statement } from "./reads.js"
+import { statement, statementSteps } from "./reads.js"
 import {
   fromJson,
   purgedInBatches,
@@ -143,29 +144,32 @@ export const PgWebhookRepository = Layer.effect(
  */
 export const PgIdempotencyStore = Layer.effect(
   IdempotencyStore,
-  Effect.zipWith(SqlClient.SqlClient, preparedStatements, (sql, rowsOf) => {
+  Effect.zipWith(SqlClient.SqlClient, statementSteps, (sql, { step }) => {
     // The advisory lock and the record in one statement (its snapshot predates the lock:
     // `complete` catches a record stored in between).
     const claimIn = (scope: IdempotencyScope, fingerprint: string, now: number) =>
-      Effect.gen(function* () {
-        const [record] = yield* rowsOf(statement`SELECT pg_try_advisory_xact_lock(
+      step(
+        "idempotency.claim",
+        statement`SELECT pg_try_advisory_xact_lock(
             hashtextextended(${`intake:idempotency:${scope.apiKeyId}|${scope.key}`}, 0)) AS locked,
             r.fingerprint, r.response
           FROM (VALUES (1)) AS one LEFT JOIN idempotency_records r
-            ON r.api_key_id = ${scope.apiKeyId} AND r.key = ${scope.key} AND r.expires_at > ${toDate(now)}`)
-        if (record?.locked !== true) return yield* inFlight()
-        if (record.fingerprint === null) return { _tag: "Fresh" } as const
-        const response = fromJson<StoredResponse | null>(record.response)
-        // A reservation (JSON null): an operation outside any transaction still runs.
-        if (response === null) return yield* inFlight()
-        if (record.fingerprint !== fingerprint)
-          return yield* new IdempotencyConflict({
-            message: "This Idempotency-Key was used with another request."
-          })
-        return { _tag: "Replay", response } as const
-      })
+            ON r.api_key_id = ${scope.apiKeyId} AND r.key = ${scope.key} AND r.expires_at > ${toDate(now)}`,
+        ([record]): Exit.Exit<IdempotencyClaim, IdempotencyConflict> => {
+          if (record?.locked !== true) return Exit.fail(inFlight())
+          if (record.fingerprint === null) return Exit.succeed({ _tag: "Fresh" })
+          const response = fromJson<StoredResponse | null>(record.response)
+          // A reservation (JSON null): an operation outside any transaction still runs.
+          if (response === null) return Exit.fail(inFlight())
+          if (record.fingerprint !== fingerprint)
+            return Exit.fail(
+              new IdempotencyConflict({ message: "This Idempotency-Key was used with another request." })
+            )
+          return Exit.succeed({ _tag: "Replay", response })
+        }
+      )
     return IdempotencyStore.of({
-      claim: (scope, fingerprint, now) => stored("idempotency.claim")(claimIn(scope, fingerprint, now)),
+      claim: claimIn,
       reserve: (scope, fingerprint, now, until) =>
         stored("idempotency.reserve")(
           Effect.tap(claimIn(scope, fingerprint, now), (claim) =>
@@ -186,9 +190,9 @@ export const PgIdempotencyStore = Layer.effect(
       // An expired record not yet purged, or this request's own reservation, is replaced; an
       // unexpired one is kept (no row back).
       complete: (scope, fingerprint, response, createdAt, expiresAt) =>
-        stored("idempotency.complete")(
-          Effect.map(
-            rowsOf(statement`INSERT INTO idempotency_records (api_key_id, key, fingerprint, response, created_at, expires_at)
+        step(
+          "idempotency.complete",
+          statement`INSERT INTO idempotency_records (api_key_id, key, fingerprint, response, created_at, expires_at)
               VALUES (${scope.apiKeyId}, ${scope.key}, ${fingerprint}, ${JSON.stringify(response)}::json,
                       ${toDate(createdAt)}, ${toDate(expiresAt)})
               ON CONFLICT (api_key_id, key) DO UPDATE SET fingerprint = EXCLUDED.fingerprint, response = EXCLUDED.response,
@@ -196,9 +200,8 @@ export const PgIdempotencyStore = Layer.effect(
                 WHERE idempotency_records.expires_at <= EXCLUDED.created_at
                   OR (idempotency_records.response::text = 'null'
                       AND idempotency_records.fingerprint = EXCLUDED.fingerprint)
-              RETURNING 1 AS stored`),
-            (rows) => rows.length > 0
-          )
+              RETURNING 1 AS stored`,
+          (rows) => Exit.succeed(rows.length > 0)
         ),
       // In batches, each its own statement: a backlog of millions stays within the pool's
       // query timeout and never holds one long lock on the table.

@@ -10,11 +10,11 @@
  * calls out (test, redeliver) runs outside any unit of work instead, under a reservation
  * of the key (runOutsideTransaction).
  */
-import { Cause, Clock, Data, Effect, Exit, Layer, Option } from "effect"
+import { Cause, Clock, Data, Effect, Exit, FiberRef, Layer, Option } from "effect"
 import { IdempotencyConflict, StorageUnavailable } from "../errors.js"
 import { canonicalJson } from "../policies/canonical-json.js"
 import { Crypto, IdempotencyStore, type StoredResponse, UnitOfWork } from "../ports.js"
-import { LastStepsOfUnit } from "./last-steps.js"
+import { CurrentLastSteps } from "./last-steps.js"
 import { Idempotency, type IdempotentOutcome } from "./services.js"
 
 export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000
@@ -111,13 +111,16 @@ export const IdempotencyLive = Layer.effect(
             Effect.flatMap(store.claim(scope, request.fingerprint, now), (claim) => {
               if (claim._tag === "Replay") return Effect.succeed(replayed(claim.response))
               const lastSteps: Array<Effect.Effect<void, unknown>> = []
-              const operationWithLastSteps = Effect.provideService(operation, LastStepsOfUnit, {
-                add: (step) => {
+              const taken = {
+                add: (step: Effect.Effect<void, unknown>) => {
                   lastSteps.push(step)
                 }
-              })
-              return Effect.flatMap(Effect.exit(operationWithLastSteps), (exit) =>
-                settle(exit, now, lastSteps)
+              }
+              // Set for the operation and reset after it (an interrupted one ends its fiber's work).
+              return Effect.flatMap(FiberRef.getAndSet(CurrentLastSteps, taken), (enclosing) =>
+                Effect.flatMap(Effect.exit(operation), (exit) =>
+                  Effect.zipRight(FiberRef.set(CurrentLastSteps, enclosing), settle(exit, now, lastSteps))
+                )
               )
             })
           )

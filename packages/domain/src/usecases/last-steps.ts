@@ -7,19 +7,25 @@
  * the share page), a step runs where it stands. Nothing runs in the unit of work after its
  * last steps, so a step may end it (UnitOfWork.commitWith).
  */
-import { Context, Effect } from "effect"
+import { Effect, FiberRef } from "effect"
 
-interface LastSteps {
+export interface LastSteps {
   readonly add: (step: Effect.Effect<void, unknown>) => void
 }
 
-export class LastStepsOfUnit extends Context.Reference<LastStepsOfUnit>()("@intake/LastStepsOfUnit", {
-  defaultValue: (): LastSteps | undefined => undefined
-}) {}
+/**
+ * The last steps of the unit of work the fiber runs, when it takes them. A fiber-local
+ * value its taker sets and resets itself (idempotency.ts), not a service provided to the
+ * operation: on every create that cost a region of about fifteen steps of the fiber
+ * (docs/choices.md, Performance at the edge).
+ */
+export const CurrentLastSteps: FiberRef.FiberRef<LastSteps | undefined> = FiberRef.unsafeMake<
+  LastSteps | undefined
+>(undefined)
 
 /** `step` now, or, inside a unit of work that takes last steps, queued to run just before it commits. */
 export const lastInUnitOfWork = <E>(step: Effect.Effect<void, E>): Effect.Effect<void, E> =>
-  Effect.flatMap(LastStepsOfUnit, (last) => {
+  Effect.flatMap(FiberRef.get(CurrentLastSteps), (last) => {
     if (last === undefined) return step
     last.add(step)
     return Effect.void
