@@ -2,7 +2,7 @@
  * Platform services every runtime uses: node:crypto behind the Crypto port, and
  * time-sortable identifiers (ULID layout: 10 characters of milliseconds, 16 random).
  */
-import { createHash, createHmac, randomFillSync, timingSafeEqual } from "node:crypto"
+import { createHash, createHmac, hash, randomFillSync, timingSafeEqual } from "node:crypto"
 import { lookup } from "node:dns/promises"
 import { AddressResolver, Crypto, type IdPrefix, Ids, StorageUnavailable } from "@intake/domain"
 import { Clock, Effect, Layer } from "effect"
@@ -26,8 +26,18 @@ const pooledRandomBytes = (size: number): Uint8Array => {
   return bytes
 }
 
+/**
+ * SHA-256 in hex. Node's one-shot `hash` (from 20.12) costs about a third of a `createHash`
+ * object's update and digest (0.8 against 2.4 us); every request hashes its key, and an
+ * idempotent POST its fingerprint too.
+ */
+const sha256Hex: (input: string) => string =
+  typeof hash === "function"
+    ? (input) => hash("sha256", input, "hex")
+    : (input) => createHash("sha256").update(input).digest("hex")
+
 export const NodeCryptoLive = Layer.succeed(Crypto, {
-  sha256Hex: (input) => createHash("sha256").update(input).digest("hex"),
+  sha256Hex,
   hmacSha256: (key, message) => new Uint8Array(createHmac("sha256", key).update(message).digest()),
   randomBytes: pooledRandomBytes,
   constantTimeEqual: (a, b) => {
@@ -38,7 +48,8 @@ export const NodeCryptoLive = Layer.succeed(Crypto, {
   }
 })
 
-const CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
+/** Crockford's base 32, in lower case: ids are lower case. */
+const CROCKFORD = "0123456789abcdefghjkmnpqrstvwxyz"
 
 const encodeTime = (millis: number): string => {
   let out = ""
@@ -54,11 +65,18 @@ export const IdsLive = Layer.effect(
   Ids,
   Effect.gen(function* () {
     const crypto = yield* Crypto
+    // A create takes all its ids at one reading of the clock: their time part is encoded once.
+    let encodedMillis = Number.NaN
+    let encodedTime = ""
     const at = (prefix: IdPrefix, millis: number) => {
+      if (millis !== encodedMillis) {
+        encodedTime = encodeTime(millis)
+        encodedMillis = millis
+      }
       const random = crypto.randomBytes(16)
       let tail = ""
-      for (const byte of random) tail += CROCKFORD[byte & 31]
-      return `${prefix}_${encodeTime(millis)}${tail}`.toLowerCase()
+      for (let i = 0; i < 16; i++) tail += CROCKFORD[random[i]! & 31]
+      return `${prefix}_${encodedTime}${tail}`
     }
     return {
       next: (prefix) => Effect.map(Clock.currentTimeMillis, (millis) => at(prefix, millis)),

@@ -98,7 +98,8 @@ export const IdempotencyLive = Layer.effect(
           return Effect.zipRight(
             stored,
             Effect.flatMap(
-              Effect.exit(Effect.forEach(lastSteps, (step) => step, { discard: true })),
+              // In order, as a chain (a create leaves one): Effect.forEach costs a loop and regions of its own.
+              Effect.exit(lastSteps.reduce((earlier, step) => Effect.zipRight(earlier, step))),
               (done) => (Exit.isSuccess(done) ? Effect.succeed(fresh) : failed(done.cause as Cause.Cause<E>))
             )
           )
