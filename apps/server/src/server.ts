@@ -17,7 +17,18 @@ import { performance } from "node:perf_hooks"
 import type { Duplex } from "node:stream"
 import { invalid } from "@intake/domain"
 import { CurrentRequestId } from "@intake/node"
-import { Context, Data, Duration, Effect, Exit, FiberRef, Layer, Runtime } from "effect"
+import {
+  Context,
+  Data,
+  Duration,
+  Effect,
+  Exit,
+  type Fiber,
+  FiberRef,
+  Layer,
+  Runtime,
+  Scheduler
+} from "effect"
 import { type AppOptions, type AppServices, makeApp, type RequestFacts } from "./app.js"
 import { BodyReadTimeout, bodyAbandoned, DEFAULT_BODY_TIMEOUT } from "./body.js"
 import { toIncomingRequest } from "./request.js"
@@ -52,6 +63,30 @@ export class ListeningServer extends Context.Tag("@intake/server/ListeningServer
 export class ListenFailed extends Data.TaggedError("ListenFailed")<{ readonly cause: unknown }> {}
 
 const requestIdOf = () => `req_${randomUUID().replaceAll("-", "")}`
+
+/**
+ * The scheduler of request fibers (docs/choices.md, Performance at the edge): a fiber
+ * resumed by a callback (a statement's answer, a body's end, Redis's reply) runs on at
+ * once, in that callback, where Effect's default scheduler would queue it for a microtask
+ * (a create resumes about ten times). Whatever is scheduled while such a run is under way
+ * (another fiber resumed, a fiber yielding after its budget of steps) goes to the default
+ * scheduler, so runs never nest and a yield still yields.
+ */
+export class RequestScheduler implements Scheduler.Scheduler {
+  private running = false
+  scheduleTask(task: Scheduler.Task, priority: number, fiber?: Fiber.RuntimeFiber<unknown, unknown>) {
+    if (this.running) return Scheduler.defaultScheduler.scheduleTask(task, priority, fiber)
+    this.running = true
+    try {
+      task()
+    } finally {
+      this.running = false
+    }
+  }
+  shouldYield(fiber: Fiber.RuntimeFiber<unknown, unknown>) {
+    return Scheduler.defaultScheduler.shouldYield(fiber)
+  }
+}
 
 /**
  * Writes a reply in one call: status, headers and the whole body. `closeConnection` adds
@@ -128,10 +163,14 @@ export const serverLayer = (options: ListenOptions) =>
       const app = makeApp(options)
       const runtime = yield* Effect.runtime<AppServices>()
       const run = Runtime.runCallback(
-        Runtime.provideService(
-          runtime,
-          BodyReadTimeout,
-          Duration.toMillis(options.bodyTimeout ?? DEFAULT_BODY_TIMEOUT)
+        Runtime.setFiberRef(
+          Runtime.provideService(
+            runtime,
+            BodyReadTimeout,
+            Duration.toMillis(options.bodyTimeout ?? DEFAULT_BODY_TIMEOUT)
+          ),
+          FiberRef.currentScheduler,
+          new RequestScheduler()
         )
       )
       const inFlight = new Set<ServerResponse>()
