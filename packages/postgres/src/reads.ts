@@ -220,7 +220,22 @@ export class TransactionClient implements Connection {
   commitsWithFinalStatement = false
   /** The COMMIT went with a statement: nothing more may run on this unit of work. */
   committed = false
-  constructor(readonly client: PoolClient) {}
+  /**
+   * Listens for the client's errors from the moment it is checked out: a checked-out client
+   * has no listener of the pool's, and pg emits a lost connection as an `error` event even
+   * while a statement (BEGIN included) waits for its answer; unheard, it ends the process.
+   */
+  constructor(readonly client: PoolClient) {
+    client.on("error", this.onError)
+  }
+  private readonly onError = (error: Error) => {
+    this.broken = error
+  }
+  /** Gives the client back to the pool; with an error (this one's, or one it reported), the pool drops it. */
+  release(error?: Error) {
+    this.client.off("error", this.onError)
+    this.client.release(error ?? this.broken)
+  }
   send<R extends QueryResult>(config: QueryConfig | QueryArrayConfig | Query) {
     return this.sendThen(config, asResult<R>)
   }
@@ -316,7 +331,7 @@ const unclaimed = new Error("a transaction's client came back to a fiber that wa
  * back to the pool at once (dropped once BEGIN was sent: its session is in a transaction).
  */
 const checkoutInTransaction = (pool: Pool) =>
-  Effect.async<PoolClient, SqlError>((resume) => {
+  Effect.async<TransactionClient, SqlError>((resume) => {
     let abandoned = false
     pool.connect((error, client, release) => {
       if (error || client === undefined)
@@ -326,13 +341,14 @@ const checkoutInTransaction = (pool: Pool) =>
           )
         )
       if (abandoned) return release()
+      const connection = new TransactionClient(client)
       client.query("BEGIN", (beginError: Error | undefined) => {
         if (beginError) {
-          release(beginError)
+          connection.release(beginError)
           return resume(Exit.fail(failed(beginError)))
         }
-        if (abandoned) return release(unclaimed)
-        resume(Exit.succeed(client))
+        if (abandoned) return connection.release(unclaimed)
+        resume(Exit.succeed(connection))
       })
     })
     return Effect.sync(() => {
@@ -355,17 +371,9 @@ export const directTransaction = <A, E, R>(
   self: Effect.Effect<A, E, R>
 ): Effect.Effect<A, E | SqlError, R> =>
   Effect.uninterruptibleMask((restore) =>
-    Effect.flatMap(restore(checkoutInTransaction(pool)), (client) =>
+    Effect.flatMap(restore(checkoutInTransaction(pool)), (connection) =>
       Effect.withFiberRuntime<A, E | SqlError, R>((fiber) => {
-        const connection = new TransactionClient(client)
-        const onError = (error: Error) => {
-          connection.broken = error
-        }
-        client.on("error", onError)
-        const release = (error?: Error) => {
-          client.off("error", onError)
-          client.release(error ?? connection.broken)
-        }
+        const release = (error?: Error) => connection.release(error)
         const outer = fiber.currentContext
         const inside = Context.add(outer, SqlClient.TransactionConnection, [connection, 0] as const)
         /** Ends the transaction as `exit` says, then answers `exit` (or the COMMIT's failure). */
@@ -386,7 +394,9 @@ export const directTransaction = <A, E, R>(
           })
           // Interrupted mid-statement: the statement is ended first, or the ROLLBACK queued
           // behind it would wait for it (a lock wait, a slow query).
-          return connection.pending > 0 ? Effect.zipRight(cancelStatement(client), rollback) : rollback
+          return connection.pending > 0
+            ? Effect.zipRight(cancelStatement(connection.client), rollback)
+            : rollback
         }
         return Effect.zipRight(
           FiberRef.set(FiberRef.currentContext, inside),

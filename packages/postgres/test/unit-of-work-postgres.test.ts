@@ -124,6 +124,41 @@ describePostgres("a unit of work on PostgreSQL", () => {
   layer(PgUnitOfWork.pipe(Layer.provideMerge(database)), {
     excludeTestServices: true,
     timeout: Duration.seconds(60)
+  })("its connection lost before BEGIN is answered", (it) => {
+    it.effect("fails as a storage failure, the process hears the client's error, the pool serves again", () =>
+      Effect.gen(function* () {
+        const sql = yield* SqlClient.SqlClient
+        const unitOfWork = yield* UnitOfWork
+        const rowsOf = yield* preparedStatements
+        const { pool } = Option.getOrThrow(yield* Effect.serviceOption(PgReads))
+        // pg emits a lost connection as an `error` event on the client, beside the BEGIN's
+        // failure: with no listener it would be an uncaught exception (this test's run fails).
+        const uncaught: Array<unknown> = []
+        const onUncaught = (error: unknown) => uncaught.push(error)
+        process.on("uncaughtException", onUncaught)
+        pool.once("acquire", (client) => {
+          ;(
+            client as unknown as { readonly connection: { readonly stream: { destroy(): void } } }
+          ).connection.stream.destroy()
+        })
+        const exit = yield* Effect.exit(
+          unitOfWork.transaction(rowsOf({ text: "SELECT 1 AS one", values: [] }))
+        )
+        yield* Effect.sleep("100 millis")
+        process.off("uncaughtException", onUncaught)
+        expect(Exit.isFailure(exit) && Cause.failureOption(exit.cause)).toMatchObject({
+          _tag: "Some",
+          value: { _tag: "StorageUnavailable" }
+        })
+        expect(uncaught).toEqual([])
+        expect(yield* sql`SELECT 1 AS one`).toEqual([{ one: 1 }])
+      })
+    )
+  })
+
+  layer(PgUnitOfWork.pipe(Layer.provideMerge(database)), {
+    excludeTestServices: true,
+    timeout: Duration.seconds(60)
   })("its last statement under commitWith", (it) => {
     const setUp = Effect.gen(function* () {
       const sql = yield* SqlClient.SqlClient
