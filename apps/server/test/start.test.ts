@@ -1,17 +1,30 @@
 /** `pnpm start`'s entry point, run as a child process the way the script runs it. */
 import type { ChildProcess } from "node:child_process"
-import { mkdtempSync } from "node:fs"
+import { mkdtempSync, rmSync } from "node:fs"
 import { createServer } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { expect, it } from "@effect/vitest"
+import { afterAll, expect, it } from "@effect/vitest"
 import { databaseIsEmpty, layerPostgres } from "@intake/postgres"
 import { freshDatabaseUrl, probeTestServer, testServerUrl } from "@intake/postgres/testing"
 import { Effect, Redacted } from "effect"
 import { environment, freePort, spawnServer } from "./process.js"
 
 /** A fresh data directory per start unless one is given: no test writes into the work tree. */
-const tempDataDir = () => mkdtempSync(join(tmpdir(), "intake-start-"))
+const dataDirs: Array<string> = []
+const tempDataDir = () => {
+  const dir = mkdtempSync(join(tmpdir(), "intake-start-"))
+  dataDirs.push(dir)
+  return dir
+}
+// Each holds an embedded database (about 40 MB). A server still stopping may hold one: best effort.
+afterAll(() => {
+  for (const dir of dataDirs) {
+    try {
+      rmSync(dir, { recursive: true, force: true })
+    } catch {}
+  }
+})
 
 const start = (env: Record<string, string>) =>
   Effect.acquireRelease(

@@ -3,7 +3,7 @@
  * local model server that speaks the OpenAI Responses API (recorded shapes, see
  * @intake/testing's model-server.ts), a local webhook receiver, and the logs captured.
  */
-import { mkdtempSync } from "node:fs"
+import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { expect, it } from "@effect/vitest"
@@ -11,6 +11,7 @@ import type { SummarizerConfig } from "@intake/delivery"
 import { jsonLineLogger } from "@intake/node"
 import { type ModelBehaviour, modelServer } from "@intake/testing"
 import { Context, Effect, Layer, Logger, Option, Redacted } from "effect"
+import { onTestFinished } from "vitest"
 import { pgliteRuntime, type RuntimeOptions } from "../src/runtime.js"
 import { BaseUrl, call, testServer } from "./harness.js"
 import { eventually, localReceiver } from "./receiver.js"
@@ -217,6 +218,7 @@ it.live(
   () =>
     Effect.gen(function* () {
       const dataDir = mkdtempSync(join(tmpdir(), "intake-summaries-"))
+      onTestFinished(() => rmSync(dataDir, { recursive: true, force: true }))
       const model = yield* modelServer({ kind: "hang" })
       const receiver = yield* localReceiver()
       const options = (timeoutMs: number): RuntimeOptions => ({

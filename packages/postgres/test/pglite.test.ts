@@ -4,7 +4,7 @@ import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
 import { SqlClient } from "@effect/sql"
-import { describe, expect, it, layer } from "@effect/vitest"
+import { afterAll, describe, expect, it, layer } from "@effect/vitest"
 import { UnitOfWork, WorkspaceRepository } from "@intake/domain"
 import { aWorkspace } from "@intake/testing"
 import { Duration, Effect, Either, Exit, Fiber, Layer, Option } from "effect"
@@ -13,7 +13,19 @@ import { layerPglite } from "../src/pglite-client.js"
 import { migrated, PglitePortsLive, PgRepositoriesLive } from "../src/runtime.js"
 import { sharedLayer } from "./support.js"
 
-const tempDir = () => Fs.mkdtempSync(Path.join(Os.tmpdir(), "intake-pglite-"))
+const tempDirs: Array<string> = []
+const tempDir = () => {
+  const dir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "intake-pglite-"))
+  tempDirs.push(dir)
+  return dir
+}
+afterAll(() => {
+  for (const dir of tempDirs) {
+    try {
+      Fs.rmSync(dir, { recursive: true, force: true })
+    } catch {}
+  }
+})
 
 describe("PGlite data directory", () => {
   it.live(
