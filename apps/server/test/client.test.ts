@@ -5,12 +5,12 @@
  * one request 429 with Retry-After.
  */
 import { execFile } from "node:child_process"
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { readFileSync, writeFileSync } from "node:fs"
 import { createServer, request as httpRequest, type IncomingMessage, type Server } from "node:http"
-import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { promisify } from "node:util"
 import { expect, it } from "@effect/vitest"
+import { temporaryDirectory } from "@intake/testing"
 import { Effect } from "effect"
 import { environment, startServer } from "./process.js"
 
@@ -105,10 +105,7 @@ const faultyProxy = (target: URL) => {
   )
 }
 
-const programDir = Effect.acquireRelease(
-  Effect.sync(() => mkdtempSync(join(tmpdir(), "intake-client-user-"))),
-  (dir) => Effect.sync(() => rmSync(dir, { recursive: true, force: true }))
-)
+const programDir = temporaryDirectory("intake-client-user-")
 
 it.live(
   "builds, type-checks strictly outside the workspace, and lists, paginates, retries, waits out a 429 and verifies webhooks",

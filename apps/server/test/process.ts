@@ -4,11 +4,10 @@
  * by global-setup.ts), on a free port, stopped when the test's scope closes.
  */
 import { type ChildProcess, spawn } from "node:child_process"
-import { mkdtempSync, rmSync } from "node:fs"
 import { createServer } from "node:net"
-import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { performance } from "node:perf_hooks"
+import { temporaryDirectory } from "@intake/testing"
 import { Effect } from "effect"
 import { inject } from "vitest"
 
@@ -68,10 +67,26 @@ export interface ServerProcess {
 }
 
 /** A data directory of its own for the embedded database, removed when the scope closes. */
-const temporaryDataDir = Effect.acquireRelease(
-  Effect.sync(() => mkdtempSync(join(tmpdir(), "intake-process-"))),
-  (dir) => Effect.sync(() => rmSync(dir, { recursive: true, force: true }))
-)
+export const temporaryDataDir = temporaryDirectory("intake-process-")
+
+/**
+ * The built server started with `env` (as spawnServer), stopped when the scope closes: the
+ * scope waits for it to exit (SIGTERM, then SIGKILL after 5 s), so that what it used, a data
+ * directory, can go after it.
+ */
+export const spawnedServer = (env: NodeJS.ProcessEnv) =>
+  Effect.acquireRelease(
+    Effect.sync(() => spawnServer(env)),
+    (child) =>
+      Effect.async<void>((resume) => {
+        if (child.exitCode !== null || child.signalCode !== null) return resume(Effect.void)
+        child.once("exit", () => resume(Effect.void))
+        child.kill("SIGTERM")
+        // A process that ignores SIGTERM is not left behind.
+        const timer = setTimeout(() => child.kill("SIGKILL"), 5_000)
+        return Effect.sync(() => clearTimeout(timer))
+      })
+  )
 
 /**
  * Starts a server with `env` and waits until it listens; killed when the scope closes.
@@ -81,18 +96,7 @@ export const startServer = (env: Record<string, string>) =>
   Effect.gen(function* () {
     const port = yield* freePort
     if (env.DATABASE_URL === undefined) env = { INTAKE_DATA_DIR: yield* temporaryDataDir, ...env }
-    const child = yield* Effect.acquireRelease(
-      Effect.sync(() => spawnServer(environment({ ...env, PORT: String(port) }))),
-      (child) =>
-        Effect.async<void>((resume) => {
-          if (child.exitCode !== null || child.signalCode !== null) return resume(Effect.void)
-          child.once("exit", () => resume(Effect.void))
-          child.kill("SIGTERM")
-          // A process that ignores SIGTERM is not left behind.
-          const timer = setTimeout(() => child.kill("SIGKILL"), 5_000)
-          return Effect.sync(() => clearTimeout(timer))
-        })
-    )
+    const child = yield* spawnedServer(environment({ ...env, PORT: String(port) }))
     let stdout = ""
     let stderr = ""
     child.stdout?.on("data", (chunk: Buffer) => {

@@ -1,35 +1,20 @@
 /** `pnpm start`'s entry point, run as a child process the way the script runs it. */
 import type { ChildProcess } from "node:child_process"
-import { mkdtempSync, rmSync } from "node:fs"
 import { createServer } from "node:net"
-import { tmpdir } from "node:os"
-import { join } from "node:path"
-import { afterAll, expect, it } from "@effect/vitest"
+import { expect, it } from "@effect/vitest"
 import { databaseIsEmpty, layerPostgres } from "@intake/postgres"
 import { freshDatabaseUrl, probeTestServer, testServerUrl } from "@intake/postgres/testing"
 import { Effect, Redacted } from "effect"
-import { environment, freePort, spawnServer } from "./process.js"
+import { environment, freePort, spawnedServer, temporaryDataDir } from "./process.js"
 
-/** A fresh data directory per start unless one is given: no test writes into the work tree. */
-const dataDirs: Array<string> = []
-const tempDataDir = () => {
-  const dir = mkdtempSync(join(tmpdir(), "intake-start-"))
-  dataDirs.push(dir)
-  return dir
-}
-// Each holds an embedded database (about 40 MB). A server still stopping may hold one: best effort.
-afterAll(() => {
-  for (const dir of dataDirs) {
-    try {
-      rmSync(dir, { recursive: true, force: true })
-    } catch {}
-  }
-})
-
+/**
+ * The server as `pnpm start` runs it, on a fresh data directory unless `env` names one (no
+ * test writes into the work tree); the scope stops it, then removes that directory.
+ */
 const start = (env: Record<string, string>) =>
-  Effect.acquireRelease(
-    Effect.sync(() => spawnServer(environment({ INTAKE_DATA_DIR: tempDataDir(), ...env }))),
-    (child) => Effect.sync(() => child.exitCode === null && child.kill("SIGTERM"))
+  Effect.flatMap(
+    env.INTAKE_DATA_DIR === undefined ? temporaryDataDir : Effect.succeed(env.INTAKE_DATA_DIR),
+    (dataDir) => spawnedServer(environment({ ...env, INTAKE_DATA_DIR: dataDir }))
   )
 
 /** Resolves with stdout once `pattern` appears in it, or with everything once the process exits. */
@@ -103,7 +88,7 @@ it.live(
   "a restart on the same data directory keeps the demo workspace, its key and its data; a second start on it fails clearly",
   () =>
     Effect.gen(function* () {
-      const dataDir = tempDataDir()
+      const dataDir = yield* temporaryDataDir
       const { key, botId } = yield* Effect.scoped(
         Effect.gen(function* () {
           const port = yield* freePort
@@ -153,7 +138,7 @@ it.live(
           ])
         })
       )
-    }),
+    }).pipe(Effect.scoped),
   120_000
 )
 

@@ -3,15 +3,11 @@
  * local model server that speaks the OpenAI Responses API (recorded shapes, see
  * @intake/testing's model-server.ts), a local webhook receiver, and the logs captured.
  */
-import { mkdtempSync, rmSync } from "node:fs"
-import { tmpdir } from "node:os"
-import { join } from "node:path"
 import { expect, it } from "@effect/vitest"
 import type { SummarizerConfig } from "@intake/delivery"
 import { jsonLineLogger } from "@intake/node"
-import { type ModelBehaviour, modelServer } from "@intake/testing"
+import { type ModelBehaviour, modelServer, temporaryDirectory } from "@intake/testing"
 import { Context, Effect, Layer, Logger, Option, Redacted } from "effect"
-import { onTestFinished } from "vitest"
 import { pgliteRuntime, type RuntimeOptions } from "../src/runtime.js"
 import { BaseUrl, call, testServer } from "./harness.js"
 import { eventually, localReceiver } from "./receiver.js"
@@ -217,8 +213,7 @@ it.live(
   "a restart with pending summaries finishes them: a stopped server gives its claimed job back, the next one asks again",
   () =>
     Effect.gen(function* () {
-      const dataDir = mkdtempSync(join(tmpdir(), "intake-summaries-"))
-      onTestFinished(() => rmSync(dataDir, { recursive: true, force: true }))
+      const dataDir = yield* temporaryDirectory("intake-summaries-")
       const model = yield* modelServer({ kind: "hang" })
       const receiver = yield* localReceiver()
       const options = (timeoutMs: number): RuntimeOptions => ({

@@ -1,5 +1,5 @@
 /**
- * Statements on `pg` directly, as named prepared statements. `@effect/sql` costs about as
+ * Statements on `pg` directly, as named prepared statements (`statementSteps`). `@effect/sql` costs about as
  * much CPU again as the driver per statement (measured: 510 against 250 us for a page of
  * fifty rows; docs/choices.md, "Statements on pg directly"): the hot reads and every
  * statement of a create go through here on PostgreSQL.
@@ -11,7 +11,7 @@
  * transaction: there they go through SqlClient, as do statements inside a transaction
  * `@effect/sql` opened itself.
  *
- * A unit of work's last statement may carry its COMMIT (`finalStatements`,
+ * A unit of work's last statement may carry its COMMIT (`statementSteps`' `final`,
  * `UnitOfWork.commitWith`): both go in one write and PostgreSQL runs the COMMIT as soon as
  * the statement is done, without waiting for this process to answer. A create's last
  * statement locks the workspace's usage counter, so that lock is held for the statement and
@@ -156,13 +156,6 @@ const sendThen = <A, E>(
 const asResult = <R extends QueryResult>(error: Error | undefined, result: QueryResult) =>
   error ? Exit.fail(failed(error)) : Exit.succeed(result as R)
 
-/** One statement, answering pg's result. */
-const send = <R extends QueryResult>(
-  target: Pool | PoolClient,
-  config: QueryConfig | QueryArrayConfig | Query,
-  inFlight?: { pending: number }
-) => sendThen<R, SqlError>(target, config, inFlight, asResult<R>)
-
 /**
  * A query whose COMMIT follows it in the same write (extended protocol: the statement's
  * Bind and Execute, then COMMIT's Parse, Bind and Execute, then one Sync). When the
@@ -271,19 +264,6 @@ export class TransactionClient implements Connection {
       const [result] = results as unknown as ReadonlyArray<QueryResult>
       return decode((result?.rows ?? []) as ReadonlyArray<Row>)
     })
-  }
-  /** `query` as the unit of work's last statement: with its COMMIT when commitWith asked for it. */
-  final(name: string, text: string, values: Array<unknown>): Effect.Effect<ReadonlyArray<Row>, SqlError> {
-    if (!this.commitsWithFinalStatement || this.nesting > 0)
-      return this.rows(preparedQuery(name, text, values))
-    return Effect.map(
-      this.send<QueryResult>(preparedQuery(name, text, values, CommittingQuery)),
-      (results) => {
-        this.committed = true
-        const [result] = results as unknown as ReadonlyArray<QueryResult>
-        return (result?.rows ?? []) as ReadonlyArray<Row>
-      }
-    )
   }
   rows(config: QueryConfig | QueryArrayConfig | Query): Effect.Effect<ReadonlyArray<Row>, SqlError> {
     return Effect.map(this.send(config), (result) => result.rows as ReadonlyArray<Row>)
@@ -409,35 +389,14 @@ export const directTransaction = <A, E, R>(
   )
 
 /**
- * A runner of a unit of work's last statement: as `preparedStatements` runs it, and, on
- * PostgreSQL inside UnitOfWork.commitWith and no nested unit of work, sent with the unit's
- * COMMIT (TransactionClient.final). On PGlite, or outside a unit of work, it runs as it is.
- */
-export const finalStatements: Effect.Effect<StatementRunner, never, SqlClient.SqlClient> = Effect.map(
-  preparedStatementsOf(),
-  (run) => run.final
-)
-
-/**
- * A runner of statements given as text and values: on the current unit of work's client,
- * else on the pool, as named prepared statements (PostgreSQL); through SqlClient on PGlite
- * and inside a transaction `@effect/sql` opened itself.
- */
-export const preparedStatements: Effect.Effect<StatementRunner, never, SqlClient.SqlClient> = Effect.map(
-  preparedStatementsOf(),
-  (run) => run.statement
-)
-
-type StatementRunner = (statement: SqlText) => Effect.Effect<ReadonlyArray<Row>, SqlError>
-
-/**
  * One statement as a whole repository step: its rows made into the step's answer by
  * `decode` (a plain success or failure: `Exit.succeed`, `Exit.fail`), a database failure
  * turned into StorageUnavailable for `operation` unless `refine` names a failure of its own.
- * On PostgreSQL it costs the fiber three steps (find the unit of work in the fiber's context,
- * send, resume with the answer), where a statement through `preparedStatements` followed by
- * a map and `stored` costs about a dozen; a create runs six (docs/choices.md, "Statements on
- * pg directly").
+ * On PostgreSQL it is a named prepared statement on the current unit of work's client, else
+ * on the pool, and costs the fiber three steps (find the unit of work in the fiber's context,
+ * send, resume with the answer), where a statement followed by a map and a mapping of its
+ * errors cost about a dozen (docs/choices.md, "Statements on pg directly"). On PGlite, and
+ * inside a transaction `@effect/sql` opened itself, it goes through SqlClient.
  */
 export type StatementStep = <A, E = never>(
   operation: string,
@@ -447,16 +406,17 @@ export type StatementStep = <A, E = never>(
 ) => Effect.Effect<A, E | StorageUnavailable>
 
 /**
- * The steps of this module's statements: `step` as `preparedStatements` runs a statement,
- * `final` as `finalStatements` does (with the unit of work's COMMIT under commitWith).
+ * The steps of this module's statements: `step` for any statement, `final` for a unit of
+ * work's last one, which on PostgreSQL inside UnitOfWork.commitWith (and no nested unit of
+ * work) is sent with the unit's COMMIT (TransactionClient.step).
  */
 export const statementSteps: Effect.Effect<
   { readonly step: StatementStep; readonly final: StatementStep },
   never,
   SqlClient.SqlClient
-> = Effect.map(preparedStatementsOf(), (runners) => {
+> = Effect.zipWith(SqlClient.SqlClient, Effect.serviceOption(PgReads), (sql, reads) => {
   const via =
-    (runner: StatementRunner, final: boolean): StatementStep =>
+    (final: boolean): StatementStep =>
     <A, E = never>(
       operation: string,
       statement: SqlText,
@@ -467,9 +427,13 @@ export const statementSteps: Effect.Effect<
         const refined = refine?.(error)
         return refined === undefined ? Exit.fail(storageFailure(operation, error)) : Exit.fail(refined as E)
       }
-      if (runners.pool === undefined)
-        return Effect.matchEffect(runner(statement), { onFailure: onError, onSuccess: decode })
-      const pool = runners.pool
+      const viaSqlClient = () =>
+        Effect.matchEffect(sql.unsafe<Row>(statement.text, statement.values as Array<unknown>), {
+          onFailure: onError,
+          onSuccess: decode
+        })
+      if (Option.isNone(reads)) return viaSqlClient()
+      const pool = reads.value.pool
       return Effect.withFiberRuntime<A, E | StorageUnavailable>((fiber) => {
         const transaction = Context.getOption(fiber.currentContext, SqlClient.TransactionConnection)
         const name = nameOf(statement.text)
@@ -481,49 +445,9 @@ export const statementSteps: Effect.Effect<
             (error, result) => (error ? onError(failed(error)) : decode(result.rows as ReadonlyArray<Row>))
           )
         const connection = transaction.value[0]
-        if (!(connection instanceof TransactionClient))
-          return Effect.matchEffect(runner(statement), { onFailure: onError, onSuccess: decode })
+        if (!(connection instanceof TransactionClient)) return viaSqlClient()
         return connection.step(name, statement, final, decode, onError)
       })
     }
-  return { step: via(runners.statement, false), final: via(runners.final, true) }
+  return { step: via(false), final: via(true) }
 })
-
-function preparedStatementsOf(): Effect.Effect<
-  {
-    readonly statement: StatementRunner
-    readonly final: StatementRunner
-    /** PostgreSQL's pool; none on PGlite. */
-    readonly pool?: Pool
-  },
-  never,
-  SqlClient.SqlClient
-> {
-  return Effect.gen(function* () {
-    const reads = yield* Effect.serviceOption(PgReads)
-    const sql = yield* SqlClient.SqlClient
-    const viaSqlClient: StatementRunner = (statement) =>
-      sql.unsafe<Row>(statement.text, statement.values as Array<unknown>)
-    if (Option.isNone(reads)) return { statement: viaSqlClient, final: viaSqlClient }
-    const pool = reads.value.pool
-    const runner =
-      (final: boolean): StatementRunner =>
-      (statement) =>
-        Effect.contextWithEffect((context: Context.Context<never>) => {
-          const transaction = Context.getOption(context, SqlClient.TransactionConnection)
-          const name = nameOf(statement.text)
-          const values = statement.values as Array<unknown>
-          if (Option.isNone(transaction))
-            return Effect.map(
-              send(pool, preparedQuery(name, statement.text, values)),
-              (result) => result.rows as ReadonlyArray<Row>
-            )
-          const connection = transaction.value[0]
-          if (!(connection instanceof TransactionClient)) return viaSqlClient(statement)
-          return final
-            ? connection.final(name, statement.text, values)
-            : connection.rows(preparedQuery(name, statement.text, values))
-        })
-    return { statement: runner(false), final: runner(true), pool }
-  })
-}

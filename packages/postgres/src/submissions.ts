@@ -22,7 +22,7 @@ import { workspaceFromRow } from "./access.js"
 import { deliveryRow, eventFromRow } from "./deliveries.js"
 import { QUOTA_USED_UP_SQLSTATE } from "./migrations.js"
 import { afterPosition, pageFrom } from "./paging.js"
-import { preparedStatements, type SqlText, statement, statementSteps } from "./reads.js"
+import { type SqlText, statement, statementSteps } from "./reads.js"
 import { fromJson, type Row, stored, toDate, toMillis, toNumber } from "./storage.js"
 import { endpointFromRow } from "./webhooks.js"
 
@@ -354,83 +354,80 @@ const insertSubmission = (
 
 export const PgSubmissionRepository = Layer.effect(
   SubmissionRepository,
-  Effect.map(
-    Effect.all([SqlClient.SqlClient, preparedStatements, statementSteps]),
-    ([sql, rowsOf, { step, final }]) =>
-      SubmissionRepository.of({
-        insert: (s, messages) =>
-          stored("submissions.insert")(Effect.asVoid(rowsOf(insertSubmission(s, messages, null)))),
-        // One statement: the inserts, then the usage counter's reservation, which fails it past
-        // the quota; a unit of work's last, so it may carry the COMMIT (UnitOfWork.commitWith).
-        insertWithinQuota: (s, messages, quota) =>
-          final(
-            "submissions.insertWithinQuota",
-            insertSubmission(s, messages, quota),
-            () => Exit.void,
-            (error) =>
-              isQuotaUsedUp(error)
-                ? new PlanLimitExceeded({
-                    message: `The monthly quota of ${quota.max} submissions is used up.`,
-                    resource: "submissions",
-                    current: quotaUsedUpCount(error),
-                    max: quota.max
-                  })
-                : undefined
-          ),
-        findById: (id) =>
-          stored("submissions.findById")(
-            Effect.map(sql<Row>`SELECT * FROM submissions WHERE id = ${id}`, (rows) =>
-              Option.map(Option.fromNullable(rows[0]), (row) => submissionFromRow(row))
-            )
-          ),
-        findInBot: (workspaceId, intakeBotId, id) =>
-          stored("submissions.findInBot")(
-            Effect.gen(function* () {
-              const [row] = yield* sql<Row>`SELECT * FROM submissions
-              WHERE id = ${id} AND workspace_id = ${workspaceId} AND intake_bot_id = ${intakeBotId}`
-              if (row === undefined) return Option.none()
-              const messages =
-                yield* sql<Row>`SELECT * FROM messages WHERE submission_id = ${id} ORDER BY position`
-              return Option.some({ ...submissionFromRow(row), messages: messages.map(messageFromRow) })
-            })
-          ),
-        // One query: message_count is a count on the messages' (submission_id, position) index.
-        list: (workspaceId, intakeBotId, page, range) =>
-          step("submissions.list", listSubmissionsStatement(workspaceId, intakeBotId, page, range), (rows) =>
-            Exit.succeed(pageFrom(rows, page.limit, (row) => listItemFromRow(row, workspaceId, intakeBotId)))
-          ),
-        replaceSummary: (id, summary, at) =>
-          stored("submissions.replaceSummary")(
-            Effect.map(
-              sql<Row>`UPDATE submissions SET ai_summary = ${summary}, updated_at = ${toDate(at)}
-              WHERE id = ${id} RETURNING id`,
-              (rows) => rows.length > 0
-            )
-          ),
-        delete: (id) =>
-          stored("submissions.delete")(
-            Effect.map(
-              sql<Row>`DELETE FROM submissions WHERE id = ${id} RETURNING id`,
-              (rows) => rows.length > 0
-            )
+  Effect.map(Effect.all([SqlClient.SqlClient, statementSteps]), ([sql, { step, final }]) =>
+    SubmissionRepository.of({
+      insert: (s, messages) =>
+        step("submissions.insert", insertSubmission(s, messages, null), () => Exit.void),
+      // One statement: the inserts, then the usage counter's reservation, which fails it past
+      // the quota; a unit of work's last, so it may carry the COMMIT (UnitOfWork.commitWith).
+      insertWithinQuota: (s, messages, quota) =>
+        final(
+          "submissions.insertWithinQuota",
+          insertSubmission(s, messages, quota),
+          () => Exit.void,
+          (error) =>
+            isQuotaUsedUp(error)
+              ? new PlanLimitExceeded({
+                  message: `The monthly quota of ${quota.max} submissions is used up.`,
+                  resource: "submissions",
+                  current: quotaUsedUpCount(error),
+                  max: quota.max
+                })
+              : undefined
+        ),
+      findById: (id) =>
+        stored("submissions.findById")(
+          Effect.map(sql<Row>`SELECT * FROM submissions WHERE id = ${id}`, (rows) =>
+            Option.map(Option.fromNullable(rows[0]), (row) => submissionFromRow(row))
           )
-      })
+        ),
+      findInBot: (workspaceId, intakeBotId, id) =>
+        stored("submissions.findInBot")(
+          Effect.gen(function* () {
+            const [row] = yield* sql<Row>`SELECT * FROM submissions
+              WHERE id = ${id} AND workspace_id = ${workspaceId} AND intake_bot_id = ${intakeBotId}`
+            if (row === undefined) return Option.none()
+            const messages =
+              yield* sql<Row>`SELECT * FROM messages WHERE submission_id = ${id} ORDER BY position`
+            return Option.some({ ...submissionFromRow(row), messages: messages.map(messageFromRow) })
+          })
+        ),
+      // One query: message_count is a count on the messages' (submission_id, position) index.
+      list: (workspaceId, intakeBotId, page, range) =>
+        step("submissions.list", listSubmissionsStatement(workspaceId, intakeBotId, page, range), (rows) =>
+          Exit.succeed(pageFrom(rows, page.limit, (row) => listItemFromRow(row, workspaceId, intakeBotId)))
+        ),
+      replaceSummary: (id, summary, at) =>
+        stored("submissions.replaceSummary")(
+          Effect.map(
+            sql<Row>`UPDATE submissions SET ai_summary = ${summary}, updated_at = ${toDate(at)}
+              WHERE id = ${id} RETURNING id`,
+            (rows) => rows.length > 0
+          )
+        ),
+      delete: (id) =>
+        stored("submissions.delete")(
+          Effect.map(
+            sql<Row>`DELETE FROM submissions WHERE id = ${id} RETURNING id`,
+            (rows) => rows.length > 0
+          )
+        )
+    })
   )
 )
 
 export const PgUsageCounters = Layer.effect(
   UsageCounters,
-  Effect.zipWith(SqlClient.SqlClient, preparedStatements, (sql, rowsOf) =>
+  Effect.zipWith(SqlClient.SqlClient, statementSteps, (sql, { step }) =>
     UsageCounters.of({
       reserveSubmission: (workspaceId, period, max) =>
-        stored("usage.reserveSubmission")(
-          Effect.flatMap(
-            rowsOf({ text: reservationStatement, values: [workspaceId, period, max] }),
-            (rows) =>
-              rows[0] !== undefined
-                ? Effect.succeed(toNumber(rows[0].used))
-                : quotaUsedUp(sql, workspaceId, period, max)
-          )
+        step(
+          "usage.reserveSubmission",
+          { text: reservationStatement, values: [workspaceId, period, max] },
+          ([row]) =>
+            row !== undefined
+              ? Exit.succeed(toNumber(row.used))
+              : stored("usage.reserveSubmission")(quotaUsedUp(sql, workspaceId, period, max))
         ),
       submissionsUsed: (workspaceId, period) =>
         stored("usage.submissionsUsed")(usedSubmissions(sql, workspaceId, period))

@@ -1,38 +1,23 @@
 /** What the embedded database adds to the shared adapters: its data directory, types, transactions, fairness. */
 import { spawnSync } from "node:child_process"
 import * as Fs from "node:fs"
-import * as Os from "node:os"
 import * as Path from "node:path"
 import { SqlClient } from "@effect/sql"
-import { afterAll, describe, expect, it, layer } from "@effect/vitest"
+import { describe, expect, it, layer } from "@effect/vitest"
 import { UnitOfWork, WorkspaceRepository } from "@intake/domain"
-import { aWorkspace } from "@intake/testing"
+import { aWorkspace, temporaryDirectory } from "@intake/testing"
 import { Duration, Effect, Either, Exit, Fiber, Layer, Option } from "effect"
 import { lockDataDirectory } from "../src/data-dir-lock.js"
 import { layerPglite } from "../src/pglite-client.js"
 import { migrated, PglitePortsLive, PgRepositoriesLive } from "../src/runtime.js"
 import { sharedLayer } from "./support.js"
 
-const tempDirs: Array<string> = []
-const tempDir = () => {
-  const dir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "intake-pglite-"))
-  tempDirs.push(dir)
-  return dir
-}
-afterAll(() => {
-  for (const dir of tempDirs) {
-    try {
-      Fs.rmSync(dir, { recursive: true, force: true })
-    } catch {}
-  }
-})
-
 describe("PGlite data directory", () => {
   it.live(
     "creates a missing directory, keeps the data across a restart, and refuses a second opener while in use",
     () =>
       Effect.gen(function* () {
-        const dataDir = Path.join(tempDir(), "nested", ".data")
+        const dataDir = Path.join(yield* temporaryDirectory("intake-pglite-"), "nested", ".data")
         const workspace = aWorkspace()
         yield* Effect.scoped(
           Effect.gen(function* () {
@@ -62,13 +47,13 @@ describe("PGlite data directory", () => {
           )
         )
         expect(found).toEqual(Option.some(workspace))
-      }),
+      }).pipe(Effect.scoped),
     60_000
   )
 
   it.effect("a lock left by a process that is gone is taken over", () =>
     Effect.gen(function* () {
-      const dataDir = tempDir()
+      const dataDir = yield* temporaryDirectory("intake-pglite-")
       const child = spawnSync(process.execPath, ["-e", "process.stdout.write(String(process.pid))"])
       const deadPid = Number(child.stdout.toString())
       Fs.writeFileSync(Path.join(dataDir, "intake.lock"), `${deadPid}\n`)
@@ -80,7 +65,7 @@ describe("PGlite data directory", () => {
         })
       )
       expect(Fs.existsSync(Path.join(dataDir, "intake.lock"))).toBe(false)
-    })
+    }).pipe(Effect.scoped)
   )
 })
 

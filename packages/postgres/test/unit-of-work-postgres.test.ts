@@ -8,13 +8,7 @@ import { SqlClient } from "@effect/sql"
 import { expect, layer } from "@effect/vitest"
 import { UnitOfWork } from "@intake/domain"
 import { Cause, Duration, Effect, Exit, Fiber, Layer, Option, Schedule } from "effect"
-import {
-  finalStatements,
-  PgReads,
-  preparedStatements,
-  StatementAfterCommit,
-  statement
-} from "../src/reads.js"
+import { PgReads, type SqlText, StatementAfterCommit, statement, statementSteps } from "../src/reads.js"
 import { PostgresTestDatabase } from "../src/testing.js"
 import { PgUnitOfWork } from "../src/unit-of-work.js"
 import { describePostgres } from "./support.js"
@@ -25,18 +19,26 @@ const database = PostgresTestDatabase(undefined, {
   queryTimeout: Duration.seconds(60)
 })
 
+/** Statements as the repositories run them, answering their rows: any one, and a unit of work's last. */
+const statementsAndRows = Effect.map(statementSteps, ({ step, final }) => ({
+  rowsOf: (sql: SqlText) => step("test", sql, Exit.succeed),
+  finalRowsOf: (sql: SqlText) => final("test", sql, Exit.succeed)
+}))
+
+const onPostgres = layer(PgUnitOfWork.pipe(Layer.provideMerge(database)), {
+  excludeTestServices: true,
+  timeout: Duration.seconds(60)
+})
+
 describePostgres("a unit of work on PostgreSQL", () => {
-  layer(PgUnitOfWork.pipe(Layer.provideMerge(database)), {
-    excludeTestServices: true,
-    timeout: Duration.seconds(60)
-  })("interrupted", (it) => {
+  onPostgres("interrupted", (it) => {
     it.effect(
       "mid-statement: the statement is cancelled, the work rolled back and its row lock freed at once",
       () =>
         Effect.gen(function* () {
           const sql = yield* SqlClient.SqlClient
           const unitOfWork = yield* UnitOfWork
-          const rowsOf = yield* preparedStatements
+          const { rowsOf } = yield* statementsAndRows
           yield* sql`CREATE TABLE counters (id int PRIMARY KEY, n int NOT NULL)`
           yield* sql`INSERT INTO counters VALUES (1, 0)`
 
@@ -74,17 +76,14 @@ describePostgres("a unit of work on PostgreSQL", () => {
     )
   })
 
-  layer(PgUnitOfWork.pipe(Layer.provideMerge(database)), {
-    excludeTestServices: true,
-    timeout: Duration.seconds(60)
-  })("interrupted while they hold every connection of the pool", (it) => {
+  onPostgres("interrupted while they hold every connection of the pool", (it) => {
     it.effect(
       "each statement is cancelled without a connection of the pool, and the pool serves again at once",
       () =>
         Effect.gen(function* () {
           const sql = yield* SqlClient.SqlClient
           const unitOfWork = yield* UnitOfWork
-          const rowsOf = yield* preparedStatements
+          const { rowsOf } = yield* statementsAndRows
           const { pool } = Option.getOrThrow(yield* Effect.serviceOption(PgReads))
           const tag = `held_${Math.random().toString(36).slice(2, 10)}`
           // The pool has 3 connections: two units of work sleep, the third is this watcher's.
@@ -121,15 +120,12 @@ describePostgres("a unit of work on PostgreSQL", () => {
     )
   })
 
-  layer(PgUnitOfWork.pipe(Layer.provideMerge(database)), {
-    excludeTestServices: true,
-    timeout: Duration.seconds(60)
-  })("its connection lost before BEGIN is answered", (it) => {
+  onPostgres("its connection lost before BEGIN is answered", (it) => {
     it.effect("fails as a storage failure, the process hears the client's error, the pool serves again", () =>
       Effect.gen(function* () {
         const sql = yield* SqlClient.SqlClient
         const unitOfWork = yield* UnitOfWork
-        const rowsOf = yield* preparedStatements
+        const { rowsOf } = yield* statementsAndRows
         const { pool } = Option.getOrThrow(yield* Effect.serviceOption(PgReads))
         // pg emits a lost connection as an `error` event on the client, beside the BEGIN's
         // failure: with no listener it would be an uncaught exception (this test's run fails).
@@ -156,16 +152,12 @@ describePostgres("a unit of work on PostgreSQL", () => {
     )
   })
 
-  layer(PgUnitOfWork.pipe(Layer.provideMerge(database)), {
-    excludeTestServices: true,
-    timeout: Duration.seconds(60)
-  })("its last statement under commitWith", (it) => {
+  onPostgres("its last statement under commitWith", (it) => {
     const setUp = Effect.gen(function* () {
       const sql = yield* SqlClient.SqlClient
       const table = `notes_${Math.random().toString(36).slice(2, 10)}`
       yield* sql.unsafe(`CREATE TABLE ${table} (id int PRIMARY KEY)`)
-      const rowsOf = yield* preparedStatements
-      const finalRowsOf = yield* finalStatements
+      const { rowsOf, finalRowsOf } = yield* statementsAndRows
       // The test database is PostgreSQL, whose layer provides the pool (not in its type).
       const { pool } = Option.getOrThrow(yield* Effect.serviceOption(PgReads))
       const insert = (id: number) => ({ text: `INSERT INTO ${table} VALUES ($1) RETURNING id`, values: [id] })
