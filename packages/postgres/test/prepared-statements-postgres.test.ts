@@ -1,0 +1,89 @@
+/**
+ * A named statement run again on a connection that has prepared it is sent without asking
+ * PostgreSQL to describe its rows again (reads.ts, PreparedQuery): its rows read exactly as
+ * on its first run, and a value that cannot be sent fails that statement alone.
+ */
+import { SqlClient } from "@effect/sql"
+import { expect, layer } from "@effect/vitest"
+import { StorageUnavailable, UnitOfWork } from "@intake/domain"
+import { Context, Duration, Effect, Exit, Layer } from "effect"
+import type { PoolClient } from "pg"
+import { type SqlText, statement, statementSteps, TransactionClient } from "../src/reads.js"
+import { PostgresTestDatabase } from "../src/testing.js"
+import { PgUnitOfWork } from "../src/unit-of-work.js"
+import { describePostgres } from "./support.js"
+
+const onPostgres = layer(PgUnitOfWork.pipe(Layer.provideMerge(PostgresTestDatabase())), {
+  excludeTestServices: true,
+  timeout: Duration.seconds(60)
+})
+
+/** The unit of work's pg client, with a count of the Describe messages sent on its connection. */
+const describesCounted = Effect.map(Effect.context<never>(), (context) => {
+  const [connection] = Context.unsafeGet(context, SqlClient.TransactionConnection)
+  if (!(connection instanceof TransactionClient)) throw new Error("not a unit of work on pg")
+  const wire = (connection.client as PoolClient & { connection: { describe: (config: unknown) => void } })
+    .connection
+  const counted = { describes: 0 }
+  const describe = wire.describe
+  wire.describe = function (this: unknown, config: unknown) {
+    counted.describes++
+    return describe.call(this, config)
+  }
+  return counted
+})
+
+const rowsOf = (sql: SqlText) =>
+  Effect.flatMap(statementSteps, ({ step }) => step("test", sql, (rows) => Exit.succeed(rows)))
+
+/** One statement with columns of several types: an int, a jsonb, a timestamptz, a null. */
+const typedRow = (n: unknown) =>
+  statement`SELECT ${n}::int AS n, jsonb_build_object('n', ${n}::int) AS doc,
+    '2026-11-21 10:00:00.123+00'::timestamptz + make_interval(secs => ${n}::int) AS at, NULL::text AS missing`
+
+const expectedRow = (n: number) => ({
+  n,
+  doc: { n },
+  at: new Date(Date.UTC(2026, 10, 21, 10, 0, n, 123)),
+  missing: null
+})
+
+describePostgres("named statements on PostgreSQL", () => {
+  onPostgres("run again on the connection that prepared them", (it) => {
+    it.effect("are described once: the later runs read their rows as the first did", () =>
+      Effect.gen(function* () {
+        const unitOfWork = yield* UnitOfWork
+        const [rows, describes] = yield* unitOfWork.transaction(
+          Effect.gen(function* () {
+            const counted = yield* describesCounted
+            const rows = [yield* rowsOf(typedRow(1)), yield* rowsOf(typedRow(2)), yield* rowsOf(typedRow(3))]
+            return [rows, counted.describes] as const
+          })
+        )
+        expect(rows).toEqual([[expectedRow(1)], [expectedRow(2)], [expectedRow(3)]])
+        expect(describes).toBe(1)
+      })
+    )
+
+    it.effect(
+      "a value that cannot be sent fails that statement alone; the next runs on the same transaction",
+      () =>
+        Effect.gen(function* () {
+          const unitOfWork = yield* UnitOfWork
+          const circular: { self?: unknown } = {}
+          circular.self = circular
+          const [failed, after] = yield* unitOfWork.transaction(
+            Effect.gen(function* () {
+              yield* rowsOf(typedRow(4))
+              const failed = yield* Effect.exit(rowsOf(typedRow(circular)))
+              return [failed, yield* rowsOf(typedRow(5))] as const
+            })
+          )
+          expect(Exit.isFailure(failed) && failed.cause._tag === "Fail" && failed.cause.error).toBeInstanceOf(
+            StorageUnavailable
+          )
+          expect(after).toEqual([expectedRow(5)])
+        })
+    )
+  })
+})
