@@ -137,6 +137,7 @@ interface QueryInternals {
 const pgQuery = Query.prototype as unknown as {
   prepare(this: Query, connection: PgConnection): void
   handleRowDescription(this: Query, message: unknown): void
+  handleCommandComplete(this: Query, message: unknown, connection: PgConnection): void
 }
 
 /** A statement's values as pg sends them (text, bytes or null); throws what pg throws for one it cannot send. */
@@ -146,6 +147,9 @@ const sendable = (values: Array<unknown> | undefined): Array<unknown> => {
   for (let index = 0; index < values.length; index++) sent[index] = pgUtils.prepareValue(values[index])
   return sent
 }
+
+/** The row description of a statement without rows, as pg starts every result. */
+const noRows: RowDescription = { fields: [], _parsers: undefined, _prebuiltEmptyResultObject: null }
 
 /** The row description of each named statement, by name, as PostgreSQL first gave it. */
 const rowDescriptions = new Map<string, RowDescription>()
@@ -187,11 +191,21 @@ class PreparedQuery extends Query {
   handleRowDescription(message: unknown) {
     pgQuery.handleRowDescription.call(this, message)
     const self = this as unknown as QueryInternals
+    this.described = true
     if (!rowDescriptions.has(self.name)) {
       const { fields, _parsers, _prebuiltEmptyResultObject } = self._result
       rowDescriptions.set(self.name, { fields, _parsers, _prebuiltEmptyResultObject })
     }
   }
+  handleCommandComplete(message: unknown, connection: PgConnection) {
+    // Done without a row description: a statement without rows (PostgreSQL answered NoData).
+    const self = this as unknown as QueryInternals
+    if (!this.described && !rowDescriptions.has(self.name)) rowDescriptions.set(self.name, noRows)
+    this.described = true
+    pgQuery.handleCommandComplete.call(this, message, connection)
+  }
+  /** Whether this execution's rows were described (or it has completed without). */
+  private described = false
 }
 
 /**

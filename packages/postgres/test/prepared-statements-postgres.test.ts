@@ -65,6 +65,27 @@ describePostgres("named statements on PostgreSQL", () => {
       })
     )
 
+    it.effect("without rows, are described once too", () =>
+      Effect.gen(function* () {
+        const unitOfWork = yield* UnitOfWork
+        const sql = yield* SqlClient.SqlClient
+        const [answers, describes, stored] = yield* unitOfWork.transaction(
+          Effect.gen(function* () {
+            yield* sql`CREATE TEMPORARY TABLE noted (n int NOT NULL) ON COMMIT DROP`
+            const counted = yield* describesCounted
+            const insert = (n: number) => rowsOf(statement`INSERT INTO noted (n) VALUES (${n})`)
+            const answers = [yield* insert(1), yield* insert(2), yield* insert(3)]
+            const stored = yield* rowsOf(statement`SELECT array_agg(n ORDER BY n) AS ns FROM noted`)
+            return [answers, counted.describes, stored] as const
+          })
+        )
+        expect(answers).toEqual([[], [], []])
+        // The INSERT once, and the SELECT on its first run.
+        expect(describes).toBe(2)
+        expect(stored).toEqual([{ ns: [1, 2, 3] }])
+      })
+    )
+
     it.effect(
       "a value that cannot be sent fails that statement alone; the next runs on the same transaction",
       () =>
