@@ -219,9 +219,26 @@ const preparedQuery = (
   values: Array<unknown>,
   kind: new (text: string, values: Array<unknown>) => PreparedQuery = PreparedQuery
 ): PreparedQuery => {
-  const query = new kind(text, values)
+  const query = new kind(text, withIsoDates(values))
   ;(query as { name?: string }).name = name
   return query
+}
+
+/**
+ * The values with each valid Date as its ISO text: the same instant as the text pg writes
+ * for it (its local time and offset, built field by field), which cost about 1% of a
+ * create's CPU. Copied only when there is a Date.
+ */
+const withIsoDates = (values: Array<unknown>): Array<unknown> => {
+  let converted: Array<unknown> | undefined
+  for (let index = 0; index < values.length; index++) {
+    const value = values[index]
+    if (value instanceof Date && !Number.isNaN(value.getTime())) {
+      converted ??= values.slice()
+      converted[index] = value.toISOString()
+    }
+  }
+  return converted ?? values
 }
 
 /**

@@ -1,7 +1,8 @@
 /**
  * A named statement run again on a connection that has prepared it is sent without asking
  * PostgreSQL to describe its rows again (reads.ts, PreparedQuery): its rows read exactly as
- * on its first run, and a value that cannot be sent fails that statement alone.
+ * on its first run, and a value that cannot be sent fails that statement alone. A Date
+ * parameter names the same instant on every run.
  */
 import { SqlClient } from "@effect/sql"
 import { expect, layer } from "@effect/vitest"
@@ -36,16 +37,20 @@ const describesCounted = Effect.map(Effect.context<never>(), (context) => {
 const rowsOf = (sql: SqlText) =>
   Effect.flatMap(statementSteps, ({ step }) => step("test", sql, (rows) => Exit.succeed(rows)))
 
-/** One statement with columns of several types: an int, a jsonb, a timestamptz, a null. */
+const base = new Date(Date.UTC(2026, 10, 21, 10, 0, 0, 123))
+
+/** One statement with columns of several types (an int, a jsonb, a timestamptz, a null) and a Date parameter. */
 const typedRow = (n: unknown) =>
   statement`SELECT ${n}::int AS n, jsonb_build_object('n', ${n}::int) AS doc,
-    '2026-11-21 10:00:00.123+00'::timestamptz + make_interval(secs => ${n}::int) AS at, NULL::text AS missing`
+    ${base}::timestamptz + make_interval(secs => ${n}::int) AS at, NULL::text AS missing,
+    ${base}::timestamptz = '2026-11-21 11:00:00.123+01'::timestamptz AS same_instant`
 
 const expectedRow = (n: number) => ({
   n,
   doc: { n },
   at: new Date(Date.UTC(2026, 10, 21, 10, 0, n, 123)),
-  missing: null
+  missing: null,
+  same_instant: true
 })
 
 describePostgres("named statements on PostgreSQL", () => {
