@@ -151,25 +151,30 @@ const sendable = (values: Array<unknown> | undefined): Array<unknown> => {
 /** The row description of a statement without rows, as pg starts every result. */
 const noRows: RowDescription = { fields: [], _parsers: undefined, _prebuiltEmptyResultObject: null }
 
-/** The row description of each named statement, by name, as PostgreSQL first gave it. */
-const rowDescriptions = new Map<string, RowDescription>()
+/**
+ * The row description of each named statement a connection has run, by statement name, as
+ * PostgreSQL gave it there: prepared statements, and their result columns, are a session's
+ * own (two databases in one process may answer the same text with other columns).
+ */
+const rowDescriptions = new WeakMap<PgConnection, Map<string, RowDescription>>()
 
 /**
- * A named prepared statement whose rows are described once. pg asks PostgreSQL to describe
- * every execution's rows and rebuilds its reading of them from that answer (the column
- * parsers, the row template): about 3% of a create's CPU, across its statements. Once a
- * connection has prepared a statement, PostgreSQL keeps its result columns fixed (a schema
- * change that would alter them fails the execution with "cached plan must not change
- * result type"), so on that connection this sends Bind and Execute only, and reads the
- * rows with the description kept from the statement's first answer. A connection that has
- * not prepared it yet describes, as pg always does.
+ * A named prepared statement whose rows are described once per connection. pg asks
+ * PostgreSQL to describe every execution's rows and rebuilds its reading of them from that
+ * answer (the column parsers, the row template). Once a connection has prepared a
+ * statement, PostgreSQL keeps its result columns fixed there (a schema change that would
+ * alter them fails the execution with "cached plan must not change result type"), so on
+ * that connection this sends Bind and Execute only, and reads the rows with the
+ * description kept from the statement's first run on it (docs/choices.md, Performance at
+ * the edge).
  */
 class PreparedQuery extends Query {
   prepare(connection: PgConnection) {
     const self = this as unknown as QueryInternals
-    const described = rowDescriptions.get(self.name)
+    const described = rowDescriptions.get(connection)?.get(self.name)
     if (described === undefined || !self.hasBeenParsed(connection))
       return pgQuery.prepare.call(this, connection)
+    this.known = true
     let values: Array<unknown>
     try {
       values = sendable(self.values)
@@ -190,22 +195,30 @@ class PreparedQuery extends Query {
   }
   handleRowDescription(message: unknown) {
     pgQuery.handleRowDescription.call(this, message)
-    const self = this as unknown as QueryInternals
-    this.described = true
-    if (!rowDescriptions.has(self.name)) {
-      const { fields, _parsers, _prebuiltEmptyResultObject } = self._result
-      rowDescriptions.set(self.name, { fields, _parsers, _prebuiltEmptyResultObject })
+    if (this.described === undefined) {
+      const { fields, _parsers, _prebuiltEmptyResultObject } = (this as unknown as QueryInternals)._result
+      this.described = { fields, _parsers, _prebuiltEmptyResultObject }
     }
   }
   handleCommandComplete(message: unknown, connection: PgConnection) {
-    // Done without a row description: a statement without rows (PostgreSQL answered NoData).
-    const self = this as unknown as QueryInternals
-    if (!this.described && !rowDescriptions.has(self.name)) rowDescriptions.set(self.name, noRows)
-    this.described = true
+    // The statement's first run on this connection is done: its rows' description is kept,
+    // or that it has none (PostgreSQL answered Describe with NoData).
+    if (!this.known) {
+      this.known = true
+      let known = rowDescriptions.get(connection)
+      if (known === undefined) {
+        known = new Map()
+        rowDescriptions.set(connection, known)
+      }
+      const { name } = this as unknown as QueryInternals
+      if (!known.has(name)) known.set(name, this.described ?? noRows)
+    }
     pgQuery.handleCommandComplete.call(this, message, connection)
   }
-  /** Whether this execution's rows were described (or it has completed without). */
-  private described = false
+  /** Whether this connection already holds the statement's description (or this run has kept it). */
+  private known = false
+  /** The description PostgreSQL gave this run, when it was asked for one. */
+  private described: RowDescription | undefined = undefined
 }
 
 /**

@@ -7,7 +7,7 @@
 import { SqlClient } from "@effect/sql"
 import { expect, layer } from "@effect/vitest"
 import { StorageUnavailable, UnitOfWork } from "@intake/domain"
-import { Context, Duration, Effect, Exit, Layer } from "effect"
+import { Context, Deferred, Duration, Effect, Exit, Layer } from "effect"
 import type { PoolClient } from "pg"
 import { type SqlText, statement, statementSteps, TransactionClient } from "../src/reads.js"
 import { PostgresTestDatabase } from "../src/testing.js"
@@ -88,6 +88,35 @@ describePostgres("named statements on PostgreSQL", () => {
         // The INSERT once, and the SELECT on its first run.
         expect(describes).toBe(2)
         expect(stored).toEqual([{ ns: [1, 2, 3] }])
+      })
+    )
+
+    it.effect("answered with other columns on another connection: each connection reads its own", () =>
+      Effect.gen(function* () {
+        const sql = yield* SqlClient.SqlClient
+        const unitOfWork = yield* UnitOfWork
+        yield* sql`CREATE SCHEMA one`
+        yield* sql`CREATE TABLE one.t (x int NOT NULL)`
+        yield* sql`INSERT INTO one.t VALUES (1)`
+        yield* sql`CREATE SCHEMA two`
+        yield* sql`CREATE TABLE two.t (y text NOT NULL, z int NOT NULL)`
+        yield* sql`INSERT INTO two.t VALUES ('a', 2)`
+        // Both units of work stay open until both have run the statement once: two connections.
+        const firstRuns = yield* Deferred.make<void>()
+        let ran = 0
+        const inSchema = (schema: string) =>
+          unitOfWork.transaction(
+            Effect.gen(function* () {
+              yield* sql.unsafe(`SET LOCAL search_path = ${schema}`)
+              const first = yield* rowsOf(statement`SELECT * FROM t`)
+              if (++ran === 2) yield* Deferred.succeed(firstRuns, undefined)
+              yield* Deferred.await(firstRuns)
+              return [first, yield* rowsOf(statement`SELECT * FROM t`)]
+            })
+          )
+        const [one, two] = yield* Effect.all([inSchema("one"), inSchema("two")], { concurrency: 2 })
+        expect(one).toEqual([[{ x: 1 }], [{ x: 1 }]])
+        expect(two).toEqual([[{ y: "a", z: 2 }], [{ y: "a", z: 2 }]])
       })
     )
 
