@@ -205,13 +205,13 @@ class PreparedQuery extends Query {
     // or that it has none (PostgreSQL answered Describe with NoData).
     if (!this.known) {
       this.known = true
-      let known = rowDescriptions.get(connection)
-      if (known === undefined) {
-        known = new Map()
-        rowDescriptions.set(connection, known)
+      let kept = rowDescriptions.get(connection)
+      if (kept === undefined) {
+        kept = new Map()
+        rowDescriptions.set(connection, kept)
       }
       const { name } = this as unknown as QueryInternals
-      if (!known.has(name)) known.set(name, this.described ?? noRows)
+      if (!kept.has(name)) kept.set(name, this.described ?? noRows)
     }
     pgQuery.handleCommandComplete.call(this, message, connection)
   }
