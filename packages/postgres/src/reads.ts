@@ -23,7 +23,7 @@ import { connect } from "node:net"
 import { SqlClient } from "@effect/sql"
 import type { Connection } from "@effect/sql/SqlConnection"
 import { SqlError } from "@effect/sql/SqlError"
-import type { StorageUnavailable } from "@intake/domain"
+import { type StorageUnavailable, WireShapes } from "@intake/domain"
 import { Context, Effect, Exit, FiberRef, Option, Stream } from "effect"
 import {
   type Pool,
@@ -240,7 +240,8 @@ const preparedQuery = (
 /**
  * The values with each valid Date as its ISO text: the same instant as the text pg writes
  * for it (its local time and offset, built field by field), which cost about 1% of a
- * create's CPU. Copied only when there is a Date.
+ * create's CPU. Rendered by WireShapes.isoTimestamp, from its cached days: a create sends
+ * eight Dates, and `toISOString` cost about 1% more. Copied only when there is a Date.
  */
 const withIsoDates = (values: Array<unknown>): Array<unknown> => {
   let converted: Array<unknown> | undefined
@@ -248,7 +249,7 @@ const withIsoDates = (values: Array<unknown>): Array<unknown> => {
     const value = values[index]
     if (value instanceof Date && !Number.isNaN(value.getTime())) {
       converted ??= values.slice()
-      converted[index] = value.toISOString()
+      converted[index] = WireShapes.isoTimestamp(value.getTime())
     }
   }
   return converted ?? values

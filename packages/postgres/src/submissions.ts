@@ -15,7 +15,8 @@ import {
   type SubmissionListItem,
   type SubmissionQuota,
   SubmissionRepository,
-  UsageCounters
+  UsageCounters,
+  WireShapes
 } from "@intake/domain"
 import { Effect, Exit, Layer, Option } from "effect"
 import { workspaceFromRow } from "./access.js"
@@ -345,7 +346,7 @@ const insertSubmission = (
           position,
           role: m.role,
           content: m.content,
-          created_at: toDate(m.createdAt).toISOString()
+          created_at: WireShapes.isoTimestamp(m.createdAt)
         }))
       )
     )

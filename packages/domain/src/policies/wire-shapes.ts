@@ -8,14 +8,17 @@ import type { FieldValue, Message, SubmissionDetail } from "../models.js"
 const DAY_MS = 86_400_000
 const pad2 = Array.from({ length: 60 }, (_, n) => String(n).padStart(2, "0"))
 const pad3 = Array.from({ length: 1000 }, (_, n) => String(n).padStart(3, "0"))
-// The date part (`2026-11-21T`) of the day last rendered: a page of records mostly shares it.
+// The date parts (`2026-11-21T`) of the last two days rendered: a page of records mostly
+// shares one, and a create's statements carry two (now, and expiries a day later).
 let cachedDay = Number.NaN
 let cachedDayPrefix = ""
+let otherDay = Number.NaN
+let otherDayPrefix = ""
 
 /**
  * Epoch milliseconds as ISO 8601 UTC with exactly three fraction digits, exactly as
  * `new Date(millis).toISOString()` renders them (and throws for what it refuses). A list of
- * fifty records renders a hundred of these: the day's part is kept from the last call and
+ * fifty records renders a hundred of these: the day's part is kept from the last calls and
  * the time of day is put together from tables, which costs a tenth of building a Date.
  */
 export const isoTimestamp = (input: number): string => {
@@ -23,12 +26,20 @@ export const isoTimestamp = (input: number): string => {
   const millis = Math.trunc(input)
   const day = Math.floor(millis / DAY_MS)
   if (day !== cachedDay) {
-    const full = new Date(millis).toISOString()
-    // Years outside 0000-9999 render as ±YYYYYY: such a day is not cached.
-    if (full.length !== 24) return full
-    cachedDay = day
-    cachedDayPrefix = full.slice(0, 11)
-    return full
+    if (day !== otherDay) {
+      const full = new Date(millis).toISOString()
+      // Years outside 0000-9999 render as ±YYYYYY: such a day is not cached.
+      if (full.length !== 24) return full
+      otherDay = day
+      otherDayPrefix = full.slice(0, 11)
+    }
+    // The day just used becomes the first one looked at; the other keeps the previous one.
+    const previousDay = cachedDay
+    const previousPrefix = cachedDayPrefix
+    cachedDay = otherDay
+    cachedDayPrefix = otherDayPrefix
+    otherDay = previousDay
+    otherDayPrefix = previousPrefix
   }
   let rest = millis - day * DAY_MS
   const fraction = rest % 1000

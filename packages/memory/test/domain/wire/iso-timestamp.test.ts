@@ -16,6 +16,15 @@ describe("isoTimestamp", () => {
     }
   })
 
+  it("renders alike when calls alternate between two days and now and then a third (a create's now and expiries)", () => {
+    const now = Date.UTC(2026, 10, 21, 23, 59, 59, 990)
+    const instants = Array.from({ length: 40 }, (_, i) => {
+      const at = now + i * 1_001
+      return i % 7 === 6 ? at + 3 * DAY : i % 2 === 0 ? at : at + DAY
+    })
+    for (const millis of instants) expect(WireShapes.isoTimestamp(millis)).toBe(rendered(millis))
+  })
+
   it.each([
     0,
     -1,
