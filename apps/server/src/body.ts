@@ -84,22 +84,45 @@ const countedRead = (message: IncomingMessage, limit: number, timeoutMs: number)
     return Effect.sync(cleanup)
   })
 
+/**
+ * The body when it arrived whole before the route reads it (a small body comes in the same
+ * packets as its headers, and the route reads it after the rate limit's answer): its bytes
+ * are taken from the stream at once, without listeners, a timer or a wait. Undefined while
+ * any of it is still to come, or when it is over the limit (countedRead drains it).
+ */
+const arrivedBody = (message: IncomingMessage): Buffer | undefined => {
+  // `complete` is set with the end of the body pushed into the stream: all of it is buffered.
+  if (!message.complete || message.readableFlowing === true || message.readableEnded) return undefined
+  if (message.readableLength > MAX_BODY_BYTES) return undefined
+  // Reading to the end lets the stream emit 'end', as a read through listeners does.
+  const bytes = message.read() as Buffer | null
+  return bytes ?? Buffer.alloc(0)
+}
+
 /** The parsed JSON body: 400 for another content type, a body over the limit or malformed JSON. */
-export const readJsonBody = (request: IncomingRequest) =>
-  Effect.gen(function* () {
-    const contentType = request.headers["content-type"]
-    if (contentType === undefined || !JSON_TYPE.test(contentType)) {
-      return yield* invalid([{ path: "", message: "Content-Type must be application/json" }])
-    }
-    const declared = request.headers["content-length"]
-    if (declared !== undefined && Number(declared) > MAX_BODY_BYTES) return yield* tooLarge()
-    const timeoutMs = yield* BodyReadTimeout
-    const read = yield* countedRead(request.message, MAX_BODY_BYTES, timeoutMs)
-    if (read._tag === "TooLarge") return yield* tooLarge()
-    if (read._tag === "TimedOut") {
-      return yield* invalid([
-        { path: "", message: `the body did not arrive within ${Duration.format(Duration.millis(timeoutMs))}` }
-      ])
-    }
-    return yield* parseJsonBody(read.bytes, request.headers["content-encoding"], MAX_BODY_BYTES)
-  })
+export const readJsonBody = (request: IncomingRequest): Effect.Effect<unknown, ValidationFailed> => {
+  const contentType = request.headers["content-type"]
+  if (contentType === undefined || !JSON_TYPE.test(contentType)) {
+    return Effect.fail(invalid([{ path: "", message: "Content-Type must be application/json" }]))
+  }
+  const declared = request.headers["content-length"]
+  if (declared !== undefined && Number(declared) > MAX_BODY_BYTES) return Effect.fail(tooLarge())
+  const contentEncoding = request.headers["content-encoding"]
+  const arrived = arrivedBody(request.message)
+  if (arrived !== undefined) return parseJsonBody(arrived, contentEncoding, MAX_BODY_BYTES)
+  return Effect.flatMap(BodyReadTimeout, (timeoutMs) =>
+    Effect.flatMap(countedRead(request.message, MAX_BODY_BYTES, timeoutMs), (read) => {
+      if (read._tag === "TooLarge") return Effect.fail(tooLarge())
+      if (read._tag === "TimedOut")
+        return Effect.fail(
+          invalid([
+            {
+              path: "",
+              message: `the body did not arrive within ${Duration.format(Duration.millis(timeoutMs))}`
+            }
+          ])
+        )
+      return parseJsonBody(read.bytes, contentEncoding, MAX_BODY_BYTES)
+    })
+  )
+}
