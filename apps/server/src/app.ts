@@ -14,7 +14,7 @@ import {
   type Principal,
   type RateLimitDecision
 } from "@intake/domain"
-import { CurrentRequestId } from "@intake/node"
+import { CurrentRequestId, type RequestLogWrite } from "@intake/node"
 import { Clock, Duration, Effect, FiberRef, Option, type Redacted } from "effect"
 import { type CorsOrigins, isPreflight, preflightHeaders, responseCorsHeaders } from "./cors.js"
 import { docsPage, makeScalarScript, SCALAR_SCRIPT_PATH } from "./docs.js"
@@ -224,7 +224,8 @@ export type App<R> = (
   startedAt: number
 ) => Effect.Effect<Reply, never, R>
 
-export const makeApp = (options: AppOptions) => {
+/** `writeRequestLog` writes each request's line (RequestLogWriter: the runtime's, read once by server.ts). */
+export const makeApp = (options: AppOptions, writeRequestLog: RequestLogWrite) => {
   const scalarScript = makeScalarScript()
   let draining = false
   const timeoutMs = Duration.toMillis(options.requestTimeout ?? DEFAULT_REQUEST_TIMEOUT)
@@ -267,7 +268,7 @@ export const makeApp = (options: AppOptions) => {
       FiberRef.set(CurrentRequestId, facts.requestId),
       route(request, facts).pipe(
         Effect.catchAllCause(causeToResponse),
-        Effect.tap((response) => Effect.logInfo(requestLogLine(request, facts, response.status, startedAt))),
+        Effect.tap((response) => writeRequestLog(requestLogLine(request, facts, response.status, startedAt))),
         Effect.map((response) => withHeader(response, "x-request-id", facts.requestId))
       )
     )
@@ -300,7 +301,7 @@ export const makeApp = (options: AppOptions) => {
       if (decision !== undefined) {
         response = withRateLimitHeaders(response, decision, yield* Clock.currentTimeMillis)
       }
-      yield* Effect.logInfo(requestLogLine(request, facts, response.status, startedAt))
+      yield* writeRequestLog(requestLogLine(request, facts, response.status, startedAt))
       return withHeader(response, "x-request-id", requestId)
     })
   /** From now on /readyz answers 503 (server.ts, when the server is told to stop). */

@@ -16,7 +16,7 @@ import type { AddressInfo } from "node:net"
 import { performance } from "node:perf_hooks"
 import type { Duplex } from "node:stream"
 import { invalid } from "@intake/domain"
-import { CurrentRequestId } from "@intake/node"
+import { CurrentRequestId, RequestLogWriter } from "@intake/node"
 import {
   Context,
   Data,
@@ -160,8 +160,8 @@ export const serverLayer = (options: ListenOptions) =>
   Layer.scoped(
     ListeningServer,
     Effect.gen(function* () {
-      const app = makeApp(options)
       const runtime = yield* Effect.runtime<AppServices>()
+      const app = makeApp(options, Context.get(runtime.context, RequestLogWriter))
       const run = Runtime.runCallback(
         Runtime.setFiberRef(
           Runtime.provideService(

@@ -10,6 +10,7 @@ import {
   Config,
   ConfigError,
   Console,
+  Context,
   Effect,
   Either,
   FiberRef,
@@ -76,6 +77,15 @@ const levelName = (level: LogLevel.LogLevel) => {
  * (Effect's structured logger renders spans and every annotation into a second object
  * first, a cost a per-request line pays on every request).
  */
+/** A line as JSON: a message with a cycle or a BigInt in Effect's own safe rendering. */
+const stringifyLine = (line: Record<string, unknown>) => {
+  try {
+    return JSON.stringify(line)
+  } catch {
+    return Inspectable.stringifyCircular(line)
+  }
+}
+
 export const jsonLineLogger = Logger.make<unknown, string>(
   ({ message, logLevel, date, cause, annotations, context }) => {
     const line: Record<string, unknown> = { level: levelName(logLevel), time: isoTimestamp(date.getTime()) }
@@ -86,14 +96,24 @@ export const jsonLineLogger = Logger.make<unknown, string>(
     const requestId = FiberRefs.getOrDefault(context, CurrentRequestId)
     if (requestId !== undefined && line.requestId === undefined) line.requestId = requestId
     if (!Cause.isEmpty(cause)) line.cause = Cause.pretty(cause, { renderErrorCause: true })
-    try {
-      return JSON.stringify(line)
-    } catch {
-      // A message with a cycle or a BigInt: Effect's own safe rendering.
-      return Inspectable.stringifyCircular(line)
-    }
+    return stringifyLine(line)
   }
 )
+
+/** Writes one request's log line: its fields, at info. */
+export type RequestLogWrite = (fields: Record<string, unknown>) => Effect.Effect<void>
+
+/**
+ * How the server writes a request's log line. By default through `Effect.logInfo`, so any
+ * logger the runtime has sees it. Under loggingLayer, straight to its stdout sink as the
+ * line jsonLineLogger writes for the same fields at info (docs/choices.md, Performance at
+ * the edge): Effect's log call copies the fiber's refs, walks its loggers and builds a Date
+ * per line, about a third of what a request line cost. A request fiber has no annotations
+ * and no cause to write; its id is one of the fields.
+ */
+export class RequestLogWriter extends Context.Reference<RequestLogWriter>()("@intake/node/RequestLogWriter", {
+  defaultValue: (): RequestLogWrite => (fields) => Effect.logInfo(fields)
+}) {}
 
 /**
  * How long a line may wait for others before they leave in one write (docs/choices.md,
@@ -174,7 +194,7 @@ const inOrder = (console: Console.Console, sink: { readonly flush: () => void })
  * Replaces the default logger with the JSON lines on stdout, at `level` and above. Effect's
  * tracer logger goes too: it copies each log into the current span, and no span is
  * exported here, so it was work for nothing on every line. The console writes after the
- * pending lines (`inOrder`).
+ * pending lines (`inOrder`). Request lines go to the same sink directly (RequestLogWriter).
  */
 export const loggingLayer = (level: LogLevel.LogLevel) =>
   Layer.mergeAll(
@@ -193,8 +213,17 @@ export const loggingLayer = (level: LogLevel.LogLevel) =>
             })
         ),
         (sink) =>
-          Layer.merge(
+          Layer.mergeAll(
             Logger.replace(Logger.defaultLogger, Logger.map(jsonLineLogger, sink.write)),
+            Layer.succeed(
+              RequestLogWriter,
+              LogLevel.greaterThan(level, LogLevel.Info)
+                ? () => Effect.void
+                : (fields) =>
+                    Effect.sync(() =>
+                      sink.write(stringifyLine({ level: "info", time: isoTimestamp(Date.now()), ...fields }))
+                    )
+            ),
             Layer.unwrapEffect(
               Effect.map(Effect.console, (console) => Console.setConsole(inOrder(console, sink)))
             )

@@ -3,9 +3,29 @@
  * log at or above the level, fields at the top level, nothing below the level.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { ConfigProvider, Console, Deferred, Effect, Either, Fiber, LogLevel } from "effect"
+import {
+  Cause,
+  ConfigProvider,
+  Console,
+  Deferred,
+  Effect,
+  Either,
+  Fiber,
+  FiberRefs,
+  HashMap,
+  List,
+  Logger,
+  LogLevel
+} from "effect"
 import { vi } from "vitest"
-import { LOG_FLUSH_CHARS, LOG_FLUSH_DELAY_MS, loggingLayer, logLevelConfig } from "../src/logging.js"
+import {
+  jsonLineLogger,
+  LOG_FLUSH_CHARS,
+  LOG_FLUSH_DELAY_MS,
+  loggingLayer,
+  logLevelConfig,
+  RequestLogWriter
+} from "../src/logging.js"
 
 /** What the loggers write to stdout, one entry per write, for the rest of the test's scope. */
 const capturedWrites = Effect.acquireRelease(
@@ -155,4 +175,74 @@ describe("LOG_LEVEL", () => {
       expect(writes.map((chunk) => JSON.parse(chunk).n)).toEqual([6])
     })
   )
+
+  describe("request lines (RequestLogWriter)", () => {
+    const fields = {
+      message: "request",
+      requestId: "req_0123",
+      method: "POST",
+      route: "/v1/intake-bots/:id/submissions",
+      status: 201,
+      durationMs: 1.25,
+      workspaceId: "ws_1",
+      keyId: null
+    }
+
+    it.scoped(
+      "under loggingLayer at info, leave with the other lines, as the logger writes the same fields",
+      () =>
+        Effect.gen(function* () {
+          const writes = yield* capturedWrites
+          yield* Effect.gen(function* () {
+            yield* Effect.logInfo({ message: "listening", n: 1 })
+            yield* (yield* RequestLogWriter)(fields)
+          }).pipe(Effect.provide(loggingLayer(LogLevel.Info)))
+          const [listening, request] = writes
+            .join("")
+            .trimEnd()
+            .split("\n")
+            .map((line) => JSON.parse(line))
+          expect(listening).toMatchObject({ level: "info", n: 1 })
+          expect(request).toEqual({ level: "info", time: request.time, ...fields })
+          expect(request.time).toBe(new Date(request.time).toISOString())
+          // The line jsonLineLogger writes for the same fields at the same time.
+          const logged = jsonLineLogger.log({
+            fiberId: undefined as never,
+            logLevel: LogLevel.Info,
+            message: fields,
+            cause: Cause.empty,
+            context: FiberRefs.empty(),
+            spans: List.empty(),
+            annotations: HashMap.empty(),
+            date: new Date(request.time)
+          })
+          expect(JSON.parse(logged)).toEqual(request)
+        })
+    )
+
+    it.scoped("under loggingLayer at warn, are dropped", () =>
+      Effect.gen(function* () {
+        const writes = yield* capturedWrites
+        yield* Effect.flatMap(RequestLogWriter, (write) => write(fields)).pipe(
+          Effect.provide(loggingLayer(LogLevel.Warning))
+        )
+        expect(writes).toEqual([])
+      })
+    )
+
+    it.effect("without loggingLayer, go through Effect's loggers (a test's own logger sees them)", () =>
+      Effect.gen(function* () {
+        const seen: Array<unknown> = []
+        yield* Effect.flatMap(RequestLogWriter, (write) => write(fields)).pipe(
+          Effect.provide(
+            Logger.replace(
+              Logger.defaultLogger,
+              Logger.make(({ message }) => seen.push(message))
+            )
+          )
+        )
+        expect(seen).toEqual([[fields]])
+      })
+    )
+  })
 })
