@@ -70,13 +70,6 @@ const levelName = (level: LogLevel.LogLevel) => {
   return name
 }
 
-/**
- * One JSON line per log: level, time, the message's fields at the top level when it is a
- * plain object (a request, a delivery attempt) or `message` otherwise, the annotations, the
- * request id when the fiber works for one, and the cause rendered as text. Built directly
- * (Effect's structured logger renders spans and every annotation into a second object
- * first, a cost a per-request line pays on every request).
- */
 /** A line as JSON: a message with a cycle or a BigInt in Effect's own safe rendering. */
 const stringifyLine = (line: Record<string, unknown>) => {
   try {
@@ -86,6 +79,13 @@ const stringifyLine = (line: Record<string, unknown>) => {
   }
 }
 
+/**
+ * One JSON line per log: level, time, the message's fields at the top level when it is a
+ * plain object (a request, a delivery attempt) or `message` otherwise, the annotations, the
+ * request id when the fiber works for one, and the cause rendered as text. Built directly
+ * (Effect's structured logger renders spans and every annotation into a second object
+ * first, a cost a per-request line pays on every request).
+ */
 export const jsonLineLogger = Logger.make<unknown, string>(
   ({ message, logLevel, date, cause, annotations, context }) => {
     const line: Record<string, unknown> = { level: levelName(logLevel), time: isoTimestamp(date.getTime()) }
