@@ -247,10 +247,11 @@ const withIsoDates = (values: Array<unknown>): Array<unknown> => {
   let converted: Array<unknown> | undefined
   for (let index = 0; index < values.length; index++) {
     const value = values[index]
-    if (value instanceof Date && !Number.isNaN(value.getTime())) {
-      converted ??= values.slice()
-      converted[index] = WireShapes.isoTimestamp(value.getTime())
-    }
+    if (!(value instanceof Date)) continue
+    const millis = value.getTime()
+    if (Number.isNaN(millis)) continue
+    converted ??= values.slice()
+    converted[index] = WireShapes.isoTimestamp(millis)
   }
   return converted ?? values
 }
