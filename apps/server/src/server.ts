@@ -16,7 +16,7 @@ import type { AddressInfo } from "node:net"
 import { performance } from "node:perf_hooks"
 import type { Duplex } from "node:stream"
 import { invalid } from "@intake/domain"
-import { CurrentRequestId, RequestLogWriter } from "@intake/node"
+import { CurrentRequestId, RequestLogWriter, untrackRootFibers } from "@intake/node"
 import {
   Context,
   Data,
@@ -160,6 +160,7 @@ export const serverLayer = (options: ListenOptions) =>
   Layer.scoped(
     ListeningServer,
     Effect.gen(function* () {
+      untrackRootFibers()
       const runtime = yield* Effect.runtime<AppServices>()
       const app = makeApp(options, Context.get(runtime.context, RequestLogWriter))
       const run = Runtime.runCallback(
@@ -173,7 +174,9 @@ export const serverLayer = (options: ListenOptions) =>
           new RequestScheduler()
         )
       )
-      const inFlight = new Set<ServerResponse>()
+      // A count, not a set of responses: a set that takes an add and a delete per request
+      // keeps ended requests alive through young-generation collections (fiber-roots.ts).
+      let inFlight = 0
       let onSettled: (() => void) | undefined
       /** Set when the server is told to stop: every answer from then on closes its connection. */
       let draining = false
@@ -201,7 +204,7 @@ export const serverLayer = (options: ListenOptions) =>
           decision: undefined
         }
         let answered = false
-        inFlight.add(response)
+        inFlight++
         const timer = setTimeout(() => {
           if (answered) return
           answered = true
@@ -222,7 +225,7 @@ export const serverLayer = (options: ListenOptions) =>
           }
         })
         response.once("close", () => {
-          inFlight.delete(response)
+          inFlight--
           if (!answered) {
             // The client went away before the answer: so does the work.
             answered = true
@@ -318,9 +321,9 @@ export const serverLayer = (options: ListenOptions) =>
         onSettled = () => {
           // A finished response leaves its keep-alive connection idle: nothing more comes on it.
           server.closeIdleConnections()
-          if (inFlight.size === 0) finish()
+          if (inFlight === 0) finish()
         }
-        if (inFlight.size === 0) finish()
+        if (inFlight === 0) finish()
         return Effect.sync(finish)
       })
       yield* Effect.addFinalizer(() => Effect.zipRight(startDraining, stop))

@@ -1,0 +1,46 @@
+/**
+ * Effect adds every root fiber (in the server, each request's) to one process-wide `Set`
+ * and deletes it when the fiber ends (its global fiber scope; read only by `Fiber.roots`,
+ * which nothing in Intake calls). Under load that set takes an add and a delete per
+ * request, and V8 keeps replacing its table: each replaced table stays linked to the next
+ * and keeps its entries. Once one of them reaches the old generation, young-generation
+ * collections keep the ended fibers after it alive, and with them what they hold (the
+ * request, its answer), until a full collection: nearly every request was promoted out of
+ * the young generation (docs/choices.md, "Ended requests kept alive").
+ *
+ * `untrackRootFibers` gives that scope a set that keeps no fiber. `Fiber.roots` then lists
+ * none in this process; fibers run, end and are interrupted exactly as before.
+ */
+// Evaluates Effect's modules, its global fiber scope among them, before the store is read.
+import "effect"
+
+/** Where `globalValue` keeps its values, and the key of the global fiber scope (effect 3.x). */
+const GLOBAL_STORE = "effect/GlobalValue"
+const GLOBAL_FIBER_SCOPE = Symbol.for("effect/FiberScope/Global")
+
+/** What the global fiber scope does with its `roots`: add a fiber, delete it, list them. */
+const rootsKeptNowhere = {
+  add: () => rootsKeptNowhere,
+  delete: () => false,
+  has: () => false,
+  get size() {
+    return 0
+  },
+  [Symbol.iterator]: (): Iterator<never> => [][Symbol.iterator]()
+}
+
+/**
+ * Replaces the roots set of Effect's global fiber scope with one that keeps nothing.
+ * Answers whether it found that scope as this module knows it: false after an Effect
+ * release that keeps its roots elsewhere (the test then fails, and nothing is changed).
+ */
+export const untrackRootFibers = (): boolean => {
+  const store = (globalThis as Record<string, unknown>)[GLOBAL_STORE]
+  if (!(store instanceof Map)) return false
+  const scope = store.get(GLOBAL_FIBER_SCOPE) as { roots?: unknown } | undefined
+  if (scope === undefined || scope === null || !("roots" in scope)) return false
+  if (scope.roots === rootsKeptNowhere) return true
+  if (!(scope.roots instanceof Set)) return false
+  scope.roots = rootsKeptNowhere
+  return true
+}
