@@ -174,8 +174,8 @@ export const serverLayer = (options: ListenOptions) =>
           new RequestScheduler()
         )
       )
-      // A count, not a set of responses: a set that takes an add and a delete per request
-      // keeps ended requests alive through young-generation collections (fiber-roots.ts).
+      // A count, not a set of the responses: like Effect's set of root fibers
+      // (fiber-roots.ts), a set of them kept ended requests alive through scavenges.
       let inFlight = 0
       let onSettled: (() => void) | undefined
       /** Set when the server is told to stop: every answer from then on closes its connection. */

@@ -1,12 +1,12 @@
 /**
  * Effect adds every root fiber (in the server, each request's) to one process-wide `Set`
  * and deletes it when the fiber ends (its global fiber scope; read only by `Fiber.roots`,
- * which nothing in Intake calls). Under load that set takes an add and a delete per
- * request, and V8 keeps replacing its table: each replaced table stays linked to the next
- * and keeps its entries. Once one of them reaches the old generation, young-generation
- * collections keep the ended fibers after it alive, and with them what they hold (the
- * request, its answer), until a full collection: nearly every request was promoted out of
- * the young generation (docs/choices.md, "Ended requests kept alive").
+ * which nothing in Intake calls). Under load, with that set, young-generation collections
+ * kept ended fibers alive, and with them what they hold (the request, its answer), and
+ * promoted them to the old generation, where only a full collection frees them; with the
+ * same fibers kept in an array instead, or not kept, they died young (docs/choices.md,
+ * "Ended requests kept alive", has the figures; why V8 keeps them through this set, and not
+ * plain objects through a set in a loop, we did not establish).
  *
  * `untrackRootFibers` gives that scope a set that keeps no fiber. `Fiber.roots` then lists
  * none in this process; fibers run, end and are interrupted exactly as before.
