@@ -18,14 +18,10 @@ import "effect"
 const GLOBAL_STORE = "effect/GlobalValue"
 const GLOBAL_FIBER_SCOPE = Symbol.for("effect/FiberScope/Global")
 
-/** What the global fiber scope does with its `roots`: add a fiber, delete it, list them. */
+/** What Effect does with its `roots`: add a fiber, delete it, list them (`Fiber.roots`). */
 const rootsKeptNowhere = {
   add: () => rootsKeptNowhere,
   delete: () => false,
-  has: () => false,
-  get size() {
-    return 0
-  },
   [Symbol.iterator]: (): Iterator<never> => [][Symbol.iterator]()
 }
 
@@ -37,8 +33,8 @@ const rootsKeptNowhere = {
 export const untrackRootFibers = (): boolean => {
   const store = (globalThis as Record<string, unknown>)[GLOBAL_STORE]
   if (!(store instanceof Map)) return false
-  const scope = store.get(GLOBAL_FIBER_SCOPE) as { roots?: unknown } | undefined
-  if (scope === undefined || scope === null || !("roots" in scope)) return false
+  const scope: unknown = store.get(GLOBAL_FIBER_SCOPE)
+  if (typeof scope !== "object" || scope === null || !("roots" in scope)) return false
   if (scope.roots === rootsKeptNowhere) return true
   if (!(scope.roots instanceof Set)) return false
   scope.roots = rootsKeptNowhere
