@@ -355,7 +355,7 @@ const insertSubmission = (
 
 export const PgSubmissionRepository = Layer.effect(
   SubmissionRepository,
-  Effect.map(Effect.all([SqlClient.SqlClient, statementSteps]), ([sql, { step, final }]) =>
+  Effect.map(Effect.all([SqlClient.SqlClient, statementSteps]), ([sql, { step, final, planned }]) =>
     SubmissionRepository.of({
       insert: (s, messages) =>
         step("submissions.insert", insertSubmission(s, messages, null), () => Exit.void),
@@ -395,7 +395,7 @@ export const PgSubmissionRepository = Layer.effect(
         ),
       // One query: message_count is a count on the messages' (submission_id, position) index.
       list: (workspaceId, intakeBotId, page, range) =>
-        step("submissions.list", listSubmissionsStatement(workspaceId, intakeBotId, page, range), (rows) =>
+        planned("submissions.list", listSubmissionsStatement(workspaceId, intakeBotId, page, range), (rows) =>
           Exit.succeed(pageFrom(rows, page.limit, (row) => listItemFromRow(row, workspaceId, intakeBotId)))
         ),
       replaceSummary: (id, summary, at) =>

@@ -7,13 +7,15 @@
 import { SqlClient } from "@effect/sql"
 import type { Statement } from "@effect/sql/Statement"
 import { expect, layer } from "@effect/vitest"
-import { noDeliveryFilter } from "@intake/domain"
+import { noDeliveryFilter, UnitOfWork } from "@intake/domain"
 import { aWebhookEndpoint } from "@intake/testing"
-import { Duration, Effect } from "effect"
+import { Duration, Effect, Exit, Layer } from "effect"
 import { listDeliveriesQuery, recoverableEventsQuery } from "../src/deliveries.js"
-import { listBotsQuery, listSubmissionsQuery } from "../src/submissions.js"
+import { statementSteps } from "../src/reads.js"
+import { listBotsQuery, listSubmissionsQuery, listSubmissionsStatement } from "../src/submissions.js"
 import { nextSummaryDueQuery } from "../src/summary-jobs.js"
 import { PostgresTestDatabase } from "../src/testing.js"
+import { PgUnitOfWork } from "../src/unit-of-work.js"
 import { listWebhooksQuery } from "../src/webhooks.js"
 import { describePostgres } from "./support.js"
 
@@ -26,11 +28,9 @@ interface PlanNode {
 
 const nodesOf = (node: PlanNode): ReadonlyArray<PlanNode> => [node, ...(node.Plans ?? []).flatMap(nodesOf)]
 
-const planOf = (statement: Statement<unknown>) =>
-  Effect.gen(function* () {
-    const sql = yield* SqlClient.SqlClient
-    const [text, params] = statement.compile()
-    const rows = yield* sql.unsafe<{ "QUERY PLAN": unknown }>(`EXPLAIN (FORMAT JSON) ${text}`, params)
+/** The plan an `EXPLAIN (FORMAT JSON)` answered, as a list of its nodes. */
+const planOfRows = (explained: Effect.Effect<ReadonlyArray<{ "QUERY PLAN": unknown }>, unknown>) =>
+  Effect.map(explained, (rows) => {
     const plan = rows[0]!["QUERY PLAN"]
     const parsed = (typeof plan === "string" ? JSON.parse(plan) : plan) as Array<{ Plan: PlanNode }>
     if (process.env.SHOW_PLANS)
@@ -50,6 +50,12 @@ const planOf = (statement: Statement<unknown>) =>
         )
       )
     return nodesOf(parsed[0]!.Plan)
+  })
+
+const planOf = (statement: Statement<unknown>) =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) => {
+    const [text, params] = statement.compile()
+    return planOfRows(sql.unsafe<{ "QUERY PLAN": unknown }>(`EXPLAIN (FORMAT JSON) ${text}`, params))
   })
 
 const indexScans = (nodes: ReadonlyArray<PlanNode>) =>
@@ -90,70 +96,132 @@ const seed = Effect.gen(function* () {
   yield* sql`ANALYZE`
 })
 
+/** The plans PostgreSQL made for each statement of this session with `text`: generic and custom. */
+const preparedPlans = (sql: SqlClient.SqlClient, text: string) =>
+  Effect.map(
+    sql<{ generic_plans: string; custom_plans: string }>`SELECT generic_plans, custom_plans
+      FROM pg_prepared_statements WHERE regexp_replace(statement, '^PREPARE page AS ', '') = ${text}`,
+    (rows) => rows.map((row) => ({ generic: Number(row.generic_plans), custom: Number(row.custom_plans) }))
+  )
+
+const firstPage = { limit: 50, after: null }
+const noRange = { createdAfter: null, createdBefore: null }
+
 const T = Date.now()
 const cursor = { createdAt: T - 3_600_000, id: "sub_h500" }
 
 describePostgres("on PostgreSQL", () => {
-  layer(PostgresTestDatabase(), { timeout: Duration.seconds(60) })("list query plans", (it) => {
-    it.effect("seeds the tables", () => seed)
+  layer(PgUnitOfWork.pipe(Layer.provideMerge(PostgresTestDatabase())), { timeout: Duration.seconds(60) })(
+    "list query plans",
+    (it) => {
+      it.effect("seeds the tables", () => seed)
 
-    it.effect("submissions: first page, next page, and a created range use submissions_list", () =>
-      Effect.gen(function* () {
-        const sql = yield* SqlClient.SqlClient
-        const none = { createdAfter: null, createdBefore: null }
-        const range = { createdAfter: T - 86_400_000, createdBefore: T - 60_000 }
-        for (const [page, r] of [
-          [{ limit: 50, after: null }, none],
-          [{ limit: 50, after: cursor }, none],
-          [{ limit: 50, after: cursor }, range]
-        ] as const)
-          expectKeysetPlan(
-            yield* planOf(listSubmissionsQuery(sql, "ws_2", "bot_1", page, r)),
-            "submissions_list",
-            "messages_submission_id_position_key"
-          )
-      })
-    )
-
-    it.effect(
-      "bots: first and next page use intake_bots_list, each count by its key, and read no submission",
-      () =>
+      it.effect("submissions: first page, next page, and a created range use submissions_list", () =>
         Effect.gen(function* () {
           const sql = yield* SqlClient.SqlClient
-          for (const after of [null, { createdAt: T - 600_000, id: "bot_10" }]) {
-            const plan = yield* planOf(listBotsQuery(sql, "ws_2", { limit: 20, after }))
-            expectKeysetPlan(plan, "intake_bots_list", "intake_bot_counts_pkey")
-            expect(plan.map((node) => node["Relation Name"])).not.toContain("submissions")
-          }
-          // The count the trigger kept while the seed inserted: bot_1 has its 20 000 and its 50.
-          const [bot] = yield* sql<{
-            submission_count: string
-          }>`SELECT submission_count FROM (${listBotsQuery(sql, "ws_2", { limit: 100, after: null })}) b WHERE id = 'bot_1'`
-          expect(Number(bot!.submission_count)).toBe(20_050)
+          const none = { createdAfter: null, createdBefore: null }
+          const range = { createdAfter: T - 86_400_000, createdBefore: T - 60_000 }
+          for (const [page, r] of [
+            [{ limit: 50, after: null }, none],
+            [{ limit: 50, after: cursor }, none],
+            [{ limit: 50, after: cursor }, range]
+          ] as const)
+            expectKeysetPlan(
+              yield* planOf(listSubmissionsQuery(sql, "ws_2", "bot_1", page, r)),
+              "submissions_list",
+              "messages_submission_id_position_key"
+            )
         })
-    )
+      )
 
-    it.effect("the next due summary job: two index look-ups, whatever the backlog", () =>
-      Effect.gen(function* () {
-        const sql = yield* SqlClient.SqlClient
-        const plan = yield* planOf(nextSummaryDueQuery(sql))
-        expect(plan.map((n) => n["Node Type"])).not.toContain("Seq Scan")
-        expect(plan.map((n) => n["Node Type"])).not.toContain("Sort")
-        expect(new Set(indexScans(plan))).toEqual(new Set(["summary_jobs_due", "summary_jobs_claimed"]))
-      })
-    )
+      it.effect(
+        "submissions: a page kept under one name gets a generic plan after five runs, which sorts all of bot_1's rows",
+        () =>
+          // Why a page is a `planned` statement (reads.ts, ReplannedQuery): a plan made for no bot
+          // in particular expects the rows of an average bot (sixty here), for which a sort is
+          // cheapest, and PostgreSQL then sorts all of bot_1's 20 050 rows for each of its pages.
+          Effect.gen(function* () {
+            const sql = yield* SqlClient.SqlClient
+            const unitOfWork = yield* UnitOfWork
+            const { text } = listSubmissionsStatement("ws_2", "bot_1", firstPage, noRange)
+            const [kept, plan] = yield* unitOfWork.transaction(
+              Effect.gen(function* () {
+                yield* sql.unsafe(`PREPARE page AS ${text}`)
+                for (let run = 0; run < 6; run++) yield* sql.unsafe(`EXECUTE page('bot_1', 'ws_2', 51)`)
+                const kept = yield* preparedPlans(sql, text)
+                const plan = yield* planOfRows(
+                  sql.unsafe(`EXPLAIN (FORMAT JSON) EXECUTE page('bot_1', 'ws_2', 51)`)
+                )
+                yield* sql.unsafe("DEALLOCATE page")
+                return [kept, plan] as const
+              })
+            )
+            expect(kept).toEqual([{ generic: 1, custom: 5 }])
+            expect(plan.map((n) => n["Node Type"])).toContain("Sort")
+          })
+      )
 
-    it.effect("webhook endpoints: first and next page use webhook_endpoints_list", () =>
-      Effect.gen(function* () {
-        const sql = yield* SqlClient.SqlClient
-        for (const after of [null, { createdAt: T - 600_000, id: "wh_10" }])
-          expectKeysetPlan(
-            yield* planOf(listWebhooksQuery(sql, "ws_2", { limit: 20, after })),
-            "webhook_endpoints_list"
+      it.effect("submissions: a page as Intake sends it is planned for its bot on every run", () =>
+        Effect.gen(function* () {
+          const sql = yield* SqlClient.SqlClient
+          const unitOfWork = yield* UnitOfWork
+          const page = listSubmissionsStatement("ws_2", "bot_1", firstPage, noRange)
+          const [pages, kept] = yield* unitOfWork.transaction(
+            Effect.gen(function* () {
+              const { planned } = yield* statementSteps
+              const pages: Array<number> = []
+              for (let run = 0; run < 12; run++)
+                pages.push(yield* planned("test", page, (rows) => Exit.succeed(rows.length)))
+              return [pages, yield* preparedPlans(sql, page.text)] as const
+            })
           )
-      })
-    )
-  })
+          expect(pages).toEqual(Array.from({ length: 12 }, () => 51))
+          // Twelve runs, and only the two of the current name left on the session: each name
+          // had its five runs, all planned for their values, and was closed.
+          expect(kept).toEqual([{ generic: 0, custom: 2 }])
+        })
+      )
+
+      it.effect(
+        "bots: first and next page use intake_bots_list, each count by its key, and read no submission",
+        () =>
+          Effect.gen(function* () {
+            const sql = yield* SqlClient.SqlClient
+            for (const after of [null, { createdAt: T - 600_000, id: "bot_10" }]) {
+              const plan = yield* planOf(listBotsQuery(sql, "ws_2", { limit: 20, after }))
+              expectKeysetPlan(plan, "intake_bots_list", "intake_bot_counts_pkey")
+              expect(plan.map((node) => node["Relation Name"])).not.toContain("submissions")
+            }
+            // The count the trigger kept while the seed inserted: bot_1 has its 20 000 and its 50.
+            const [bot] = yield* sql<{
+              submission_count: string
+            }>`SELECT submission_count FROM (${listBotsQuery(sql, "ws_2", { limit: 100, after: null })}) b WHERE id = 'bot_1'`
+            expect(Number(bot!.submission_count)).toBe(20_050)
+          })
+      )
+
+      it.effect("the next due summary job: two index look-ups, whatever the backlog", () =>
+        Effect.gen(function* () {
+          const sql = yield* SqlClient.SqlClient
+          const plan = yield* planOf(nextSummaryDueQuery(sql))
+          expect(plan.map((n) => n["Node Type"])).not.toContain("Seq Scan")
+          expect(plan.map((n) => n["Node Type"])).not.toContain("Sort")
+          expect(new Set(indexScans(plan))).toEqual(new Set(["summary_jobs_due", "summary_jobs_claimed"]))
+        })
+      )
+
+      it.effect("webhook endpoints: first and next page use webhook_endpoints_list", () =>
+        Effect.gen(function* () {
+          const sql = yield* SqlClient.SqlClient
+          for (const after of [null, { createdAt: T - 600_000, id: "wh_10" }])
+            expectKeysetPlan(
+              yield* planOf(listWebhooksQuery(sql, "ws_2", { limit: 20, after })),
+              "webhook_endpoints_list"
+            )
+        })
+      )
+    }
+  )
 })
 
 /** The delivery log and recovery on their own database (no foreign keys: events and attempts only). */
