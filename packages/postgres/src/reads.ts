@@ -228,8 +228,8 @@ class PreparedQuery extends Query {
  */
 const CUSTOM_PLAN_RUNS = 5
 
-/** Each replanned statement's current name on a connection: its generation, and the runs it had. */
-const replannedNames = new WeakMap<PgConnection, Map<string, { generation: number; runs: number }>>()
+/** The runs each replanned statement had on a connection; every fifth run starts a new name. */
+const replannedRuns = new WeakMap<PgConnection, Map<string, number>>()
 
 /**
  * A named statement that PostgreSQL plans for the values of each run: after five runs under
@@ -243,27 +243,22 @@ const replannedNames = new WeakMap<PgConnection, Map<string, { generation: numbe
 class ReplannedQuery extends PreparedQuery {
   override prepare(connection: PgConnection) {
     const self = this as unknown as { name: string }
-    let names = replannedNames.get(connection)
-    if (names === undefined) {
-      names = new Map()
-      replannedNames.set(connection, names)
+    let runs = replannedRuns.get(connection)
+    if (runs === undefined) {
+      runs = new Map()
+      replannedRuns.set(connection, runs)
     }
-    let current = names.get(self.name)
-    if (current === undefined) {
-      current = { generation: 0, runs: 0 }
-      names.set(self.name, current)
-    }
-    if (current.runs === CUSTOM_PLAN_RUNS) {
-      const spent = `${self.name}_${current.generation}`
+    const run = runs.get(self.name) ?? 0
+    runs.set(self.name, run + 1)
+    const generation = Math.floor(run / CUSTOM_PLAN_RUNS)
+    if (run > 0 && run % CUSTOM_PLAN_RUNS === 0) {
+      const spent = `${self.name}_${generation - 1}`
       // Closing a name the session does not hold is no error: a first run that failed.
       connection.close({ type: "S", name: spent })
       delete connection.parsedStatements[spent]
       rowDescriptions.get(connection)?.delete(spent)
-      current.generation++
-      current.runs = 0
     }
-    current.runs++
-    self.name = `${self.name}_${current.generation}`
+    self.name = `${self.name}_${generation}`
     super.prepare(connection)
   }
 }

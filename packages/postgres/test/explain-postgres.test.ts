@@ -119,11 +119,10 @@ describePostgres("on PostgreSQL", () => {
       it.effect("submissions: first page, next page, and a created range use submissions_list", () =>
         Effect.gen(function* () {
           const sql = yield* SqlClient.SqlClient
-          const none = { createdAfter: null, createdBefore: null }
           const range = { createdAfter: T - 86_400_000, createdBefore: T - 60_000 }
           for (const [page, r] of [
-            [{ limit: 50, after: null }, none],
-            [{ limit: 50, after: cursor }, none],
+            [firstPage, noRange],
+            [{ limit: 50, after: cursor }, noRange],
             [{ limit: 50, after: cursor }, range]
           ] as const)
             expectKeysetPlan(
