@@ -78,11 +78,12 @@ export const v1Handlers: Handlers<typeof Api.IntakeApi, V1Services> = {
             createdBefore: urlParams.created_before ?? null
           })
         ),
-        (listed) => ({
-          submissions: listed.submissions.items.map(Api.submissionListItemToWire),
-          schema: listed.schema.map(Api.schemaFieldSummary),
-          pagination: pagination(listed.submissions.nextCursor)
-        })
+        (listed) =>
+          Api.submissionListJson({
+            items: listed.submissions.items,
+            schema: listed.schema,
+            pagination: pagination(listed.submissions.nextCursor)
+          })
       ),
     options: v1
   },

@@ -35,6 +35,10 @@ export const json = (body: unknown, status: number): Reply => ({
 /** A JSON body that is already serialized (a document built once). */
 export const jsonText = (body: string, status: number): Reply => ({ status, headers: JSON_HEADERS, body })
 
+/** The success envelope around data already written as JSON: what `json` writes for `{ success: true, data }`. */
+export const successJsonText = (dataJson: string, status: number): Reply =>
+  jsonText(`{"success":true,"data":${dataJson}}`, status)
+
 export const withHeaders = (reply: Reply, headers: Readonly<Record<string, string>>): Reply => ({
   status: reply.status,
   headers: { ...reply.headers, ...headers },

@@ -8,7 +8,14 @@
 import type * as HttpApiEndpoint from "@effect/platform/HttpApiEndpoint"
 import * as HttpApiSchema from "@effect/platform/HttpApiSchema"
 import type * as HttpMethod from "@effect/platform/HttpMethod"
-import { type ApiOfGroups, type EndpointOf, endpointsOf, IDEMPOTENCY_KEY, RequiredScope } from "@intake/api"
+import {
+  type ApiOfGroups,
+  type EndpointOf,
+  endpointsOf,
+  IDEMPOTENCY_KEY,
+  RequiredScope,
+  WireJson
+} from "@intake/api"
 import {
   Access,
   Idempotency,
@@ -23,7 +30,7 @@ import { readJsonBody } from "./body.js"
 import { successEncoder } from "./encoding.js"
 import { oneIssuePerPath, unknownKeyIssue } from "./issue-messages.js"
 import { type IncomingRequest, queryParams } from "./request.js"
-import { errorBody, json, type Reply, withHeader } from "./responses.js"
+import { errorBody, json, type Reply, successJsonText, withHeader } from "./responses.js"
 
 export interface Input<P, U, B> {
   readonly path: P
@@ -192,7 +199,7 @@ export const serve = <
   RH
 >(
   endpoint: HttpApiEndpoint.HttpApiEndpoint<Name, Method, P, U, B, H, A, E, never, RE>,
-  handler: (input: Input<P, U, B>) => Effect.Effect<A, EH, RH>,
+  handler: (input: Input<P, U, B>) => Effect.Effect<A | WireJson<A>, EH, RH>,
   options: ServeOptions
 ): Route<RH | Access | Idempotency> => {
   const { pattern, names } = compile(endpoint.path)
@@ -202,12 +209,16 @@ export const serve = <
   const successSchema = endpoint.successSchema as Schema.Schema<A, unknown, never>
   const status = HttpApiSchema.getStatusSuccess(successSchema)
   const encode = successEncoder(successSchema)
-  const encodeSuccess = (value: A) =>
-    Effect.orDie(encode(value)).pipe(Effect.map((body): StoredResponse => ({ status, body })))
+  // Data already written as JSON is the encoded form: an idempotency record keeps it parsed.
+  const encodeSuccess = (value: A | WireJson<A>) =>
+    value instanceof WireJson
+      ? Effect.succeed<StoredResponse>({ status, body: { success: true, data: JSON.parse(value.text) } })
+      : Effect.orDie(encode(value)).pipe(Effect.map((body): StoredResponse => ({ status, body })))
   // A handler that answers the same object again (a bot from the cache) is encoded once.
   const replies = new WeakMap<object, Reply>()
   const memoized = options.answersRepeat === true
-  const replyOf = (value: A) => {
+  const replyOf = (value: A | WireJson<A>) => {
+    if (value instanceof WireJson) return Effect.succeed(successJsonText(value.text, status))
     const key = memoized && typeof value === "object" && value !== null ? value : undefined
     const memo = key === undefined ? undefined : replies.get(key)
     if (memo !== undefined) return Effect.succeed(memo)
@@ -249,7 +260,7 @@ export const serve = <
     principal: Principal,
     key: string,
     raw: unknown,
-    answered: Effect.Effect<A, EH, RH>
+    answered: Effect.Effect<A | WireJson<A>, EH, RH>
   ) =>
     Effect.flatMap(Idempotency, (idempotency) =>
       Effect.map(
@@ -315,7 +326,11 @@ export interface Handler<E extends HttpApiEndpoint.HttpApiEndpoint.Any, R> {
       HttpApiEndpoint.HttpApiEndpoint.UrlParams<E>,
       HttpApiEndpoint.HttpApiEndpoint.Payload<E>
     >
-  ) => Effect.Effect<HttpApiEndpoint.HttpApiEndpoint.Success<E>, unknown, R>
+  ) => Effect.Effect<
+    HttpApiEndpoint.HttpApiEndpoint.Success<E> | WireJson<HttpApiEndpoint.HttpApiEndpoint.Success<E>>,
+    unknown,
+    R
+  >
   readonly options: ServeOptions
 }
 

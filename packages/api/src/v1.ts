@@ -110,6 +110,7 @@ export const SubmissionList = success(
     pagination: Pagination
   })
 )
+export type SubmissionListWire = typeof SubmissionList.Type
 export const SubmissionOne = success("SubmissionOne", Schema.Struct({ submission: SubmissionWire }))
 export const SubmissionCreated = success(
   "SubmissionCreated",

@@ -146,7 +146,16 @@ export const Submission = Schema.Struct({
 })
 export type Submission = typeof Submission.Type
 
-export type SubmissionListItem = Submission & { readonly messageCount: number }
+/**
+ * A submission as a page of its bot's list shows it: with its message count, and its data as
+ * the JSON text the store keeps (the answer passes it through unparsed; docs/choices.md,
+ * Performance at the edge). The text is the JSON of a `Submission["data"]`, keys in the order
+ * they were given.
+ */
+export type SubmissionListItem = Omit<Submission, "data"> & {
+  readonly dataJson: string
+  readonly messageCount: number
+}
 export type SubmissionDetail = Submission & { readonly messages: ReadonlyArray<Message> }
 
 // ---------------------------------------------------------------- contacts

@@ -46,8 +46,9 @@ export const MemorySubmissionRepository = Layer.effect(
             range
           )
           return {
-            items: found.items.map((submission) => ({
+            items: found.items.map(({ data, ...submission }) => ({
               ...submission,
+              dataJson: JSON.stringify(data),
               messageCount: t.messages.get(submission.id)?.length ?? 0
             })),
             hasMore: found.hasMore

@@ -62,8 +62,9 @@ export const listSubmissionsStatement = (
   }
   values.push(page.limit + 1)
   return {
-    // The columns an item shows (its workspace and bot are the query's own), the count as int4.
-    text: `SELECT s.id, s.data, s.status, s.ai_summary, s.is_test, s.file_count, s.schema_version,
+    // The columns an item shows (its workspace and bot are the query's own), the data as the
+    // text it is stored as (no JSON.parse of it: the answer passes it through), the count as int4.
+    text: `SELECT s.id, s.data::text AS data_json, s.status, s.ai_summary, s.is_test, s.file_count, s.schema_version,
       s.created_at, s.updated_at,
       (SELECT count(*) FROM messages m WHERE m.submission_id = s.id)::int AS message_count
     FROM submissions s
@@ -198,15 +199,15 @@ export const PgIntakeBotRepository = Layer.effect(
 )
 
 /** A submission row; `workspaceId` and `intakeBotId` when the query knew them and did not select them. */
-const submissionFromRow = (
+/** A submission's columns but its data. */
+const submissionFieldsFromRow = (
   row: Row,
   workspaceId = row.workspace_id as string,
   intakeBotId = row.intake_bot_id as string
-): Submission => ({
+): Omit<Submission, "data"> => ({
   id: row.id as string,
   workspaceId,
   intakeBotId,
-  data: fromJson<Submission["data"]>(row.data),
   status: row.status as Submission["status"],
   aiSummary: row.ai_summary as string,
   isTest: row.is_test as boolean,
@@ -216,13 +217,20 @@ const submissionFromRow = (
   updatedAt: toMillis(row.updated_at)
 })
 
+const submissionFromRow = (row: Row, workspaceId?: string, intakeBotId?: string): Submission =>
+  Object.assign(submissionFieldsFromRow(row, workspaceId, intakeBotId), {
+    data: fromJson<Submission["data"]>(row.data)
+  })
+
 /**
- * A row of the list, whose workspace and bot are the ones it was read for: the submission
- * with its message count set on it, not copied into a second object (a spread copy of each
- * of fifty rows cost about a tenth of a page's CPU; docs/choices.md, Performance at the edge).
+ * A row of the list, whose workspace and bot are the ones it was read for: its data text and
+ * message count set on the one object built from the row, not copied into a second object
+ * (a spread copy of each of fifty rows cost about a tenth of a page's CPU; docs/choices.md,
+ * Performance at the edge).
  */
 const listItemFromRow = (row: Row, workspaceId: string, intakeBotId: string): SubmissionListItem =>
-  Object.assign(submissionFromRow(row, workspaceId, intakeBotId), {
+  Object.assign(submissionFieldsFromRow(row, workspaceId, intakeBotId), {
+    dataJson: row.data_json as string,
     messageCount: toNumber(row.message_count)
   })
 

@@ -153,6 +153,33 @@ export const submissionRepositoryContract = (
       })
     )
 
+    it.effect("lists each submission's data as its JSON text, keys in the order they were given", () =>
+      Effect.gen(function* () {
+        const submissions = yield* SubmissionRepository
+        const bot = yield* givenBot
+        const data = {
+          zeta: 'quote " backslash \\ newline \n tab \t',
+          alpha: ["x", "ü ✓ 😀"],
+          middle: null,
+          count: 12.5,
+          flag: true
+        }
+        const submission = submissionRecord(bot, { data })
+        yield* submissions.insert(submission, [])
+        const page = yield* submissions.list(
+          bot.workspaceId,
+          bot.id,
+          { limit: 10, after: null },
+          { createdAfter: null, createdBefore: null }
+        )
+        const [item] = page.items
+        expect(JSON.parse(item!.dataJson)).toEqual(data)
+        expect(Object.keys(JSON.parse(item!.dataJson))).toEqual(["zeta", "alpha", "middle", "count", "flag"])
+        const { data: _data, ...withoutData } = submission
+        expect(item).toEqual({ ...withoutData, dataJson: item!.dataJson, messageCount: 0 })
+      })
+    )
+
     it.effect("120 submissions walked 50 at a time come back each exactly once, newest first", () =>
       Effect.gen(function* () {
         const submissions = yield* SubmissionRepository
