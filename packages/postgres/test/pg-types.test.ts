@@ -27,6 +27,20 @@ describe("parseTimestamptz", () => {
   })
 })
 
+describe("parseTimestamptz, fractions of a second", () => {
+  it("reads every fraction of one to three digits, and longer ones, as pg's parser does", () => {
+    const fractions: Array<string> = []
+    for (let ms = 0; ms < 1000; ms++) {
+      const digits = String(ms).padStart(3, "0")
+      fractions.push(digits, digits.replace(/0+$/, ""), `${digits}000`, `${digits}999`, `${digits}5`)
+    }
+    for (const fraction of fractions.filter((digits) => digits.length > 0)) {
+      const text = `2026-11-21 10:00:59.${fraction}+00`
+      expect([text, parseTimestamptz(text).getTime()]).toEqual([text, pgParser(text).getTime()])
+    }
+  })
+})
+
 describe("parseTimestamptz, value after value", () => {
   it("reads a run of values as pg's parser does, within a day, across days and back", () => {
     const start = Date.UTC(2026, 10, 21, 23, 59, 58, 7)
