@@ -183,7 +183,8 @@ const sendsNoBody = (request: IncomingRequest) =>
 
 /**
  * One endpoint of packages/api served by `handler`, which receives the decoded path,
- * query and body and returns the endpoint's success value (encoded with its schema).
+ * query and body and returns the endpoint's success value (encoded with its schema), or
+ * that value already written as JSON (a WireJson, put into the envelope as it is).
  */
 export const serve = <
   Name extends string,

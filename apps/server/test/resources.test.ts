@@ -46,6 +46,9 @@ layer(realServer(), { excludeTestServices: true })("intake bots and submissions"
         { name: "topic", label: "Topic", type: "select" },
         { name: "message", label: "Message", type: "long_text" }
       ])
+      // The data as it was sent, keys in their order (a page passes the stored text through).
+      expect(listed.submissions[0].data).toEqual({ name: "Ada", email: "ada@example.com", topic: "sales" })
+      expect(Object.keys(listed.submissions[0].data)).toEqual(["name", "email", "topic"])
       expect(Object.keys(listed.submissions[0]).sort()).toEqual(
         [
           "ai_summary",

@@ -198,8 +198,10 @@ export const PgIntakeBotRepository = Layer.effect(
   })
 )
 
-/** A submission row; `workspaceId` and `intakeBotId` when the query knew them and did not select them. */
-/** A submission's columns but its data. */
+/**
+ * A submission row's columns but its data; `workspaceId` and `intakeBotId` when the query
+ * knew them and did not select them.
+ */
 const submissionFieldsFromRow = (
   row: Row,
   workspaceId = row.workspace_id as string,
@@ -217,6 +219,7 @@ const submissionFieldsFromRow = (
   updatedAt: toMillis(row.updated_at)
 })
 
+/** A submission row, its data parsed. */
 const submissionFromRow = (row: Row, workspaceId?: string, intakeBotId?: string): Submission =>
   Object.assign(submissionFieldsFromRow(row, workspaceId, intakeBotId), {
     data: fromJson<Submission["data"]>(row.data)
