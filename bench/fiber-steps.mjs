@@ -55,10 +55,12 @@ const byStep = new Map()
 let steps = 0
 let requests = 0
 
-/** What an instruction runs, as a short line of its source: the continuation or thunk it holds. */
+/** What an instruction runs, as a short line of its source: the thunk or continuation it holds. */
 const codeOf = (instruction) => {
-  const code = instruction?.effect_instruction_i0
-  return typeof code === "function" ? code.toString().replace(/\s+/g, " ").slice(0, 100) : ""
+  const code = [instruction?.effect_instruction_i0, instruction?.effect_instruction_i1].find(
+    (field) => typeof field === "function"
+  )
+  return code === undefined ? "" : code.toString().replace(/\s+/g, " ").slice(0, 100)
 }
 
 let wrapped = 0
