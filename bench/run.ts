@@ -441,7 +441,8 @@ const benchDelivery = (store: string, env: Record<string, string>) =>
         p99: `${figures.p99} ms`,
         cpu: "",
         databaseCpu: "",
-        rss: `${figures.peakRssMb} MB`,
+        // The delivery bench's own process (below the table), not a server's.
+        rss: `${figures.peakRssMb} MB (bench)`,
         bare: "",
         ratio: ""
       })
@@ -550,6 +551,9 @@ const main = async () => {
       row.bare,
       row.ratio
     ])
+  )
+  console.log(
+    "peak RSS: the server process's on the endpoint rows; on the delivery rows, the delivery bench's own process (dispatcher, receiver and, on PGlite, an in-memory database), marked (bench)."
   )
   console.log("")
   console.log(`Round trips per request, after warm-up (${ROUND_TRIP_REQUESTS} requests one at a time):`)
