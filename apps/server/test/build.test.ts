@@ -4,6 +4,7 @@
  */
 import { readFile } from "node:fs/promises"
 import { dirname, join } from "node:path"
+import { V8_FLAGS } from "@intake/node/gc-tuning"
 import { describe, expect, inject, it } from "vitest"
 
 /** A built module's text with that of every module of the build it imports statically, and its other imports. */
@@ -28,12 +29,13 @@ const withItsImports = async (
 }
 
 describe("the built server (what pnpm start runs)", () => {
-  it("sets V8's flag before the server's modules load: gc-tuning first, needing nothing but Node", async () => {
+  it("sets V8's flags before the server's modules load: gc-tuning first, needing nothing but Node", async () => {
     const entry = inject("serverEntry")
     const text = await readFile(entry, "utf8")
     expect(text.match(/^import\s[^\n]*$/m)?.[0]).toBe('import "./gc-tuning.js"')
     const tuning = await withItsImports(join(dirname(entry), "gc-tuning.js"))
-    expect(tuning.text).toContain('setFlagsFromString("--no-allocation-site-pretenuring")')
+    for (const flag of V8_FLAGS) expect(tuning.text).toContain(JSON.stringify(flag))
+    expect(tuning.text).toContain("setFlagsFromString(")
     expect(tuning.outside).toEqual(["node:v8"])
   })
 
