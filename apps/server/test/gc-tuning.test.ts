@@ -26,13 +26,12 @@ describe("the entry points", () => {
 describe("gc-tuning's V8 flags", () => {
   // V8 skips a flag it does not know (a line on stderr, no error): a Node release that
   // dropped one would run untuned.
-  const v8Options = spawnSync(process.execPath, ["--v8-options"], { encoding: "utf8" }).stdout
-  const known = (flag: string) => {
-    const name = flag.replace(/^--(no-)?/, "").split("=")[0]
-    return v8Options.includes(`--${name} (`)
-  }
-
   it("are all known to this Node's V8", () => {
+    const v8Options = spawnSync(process.execPath, ["--v8-options"], { encoding: "utf8" }).stdout
+    const known = (flag: string) => {
+      const name = flag.replace(/^--(no-)?/, "").split("=")[0]
+      return v8Options.includes(`--${name} (`)
+    }
     expect(known("--no-such-intake-flag")).toBe(false)
     for (const flag of V8_FLAGS) expect(known(flag), flag).toBe(true)
   })
