@@ -38,12 +38,12 @@ const countsOf = (label: string) => {
 }
 
 /** Enough of a statement to recognize it, never its parameters (they are not in the text). */
-const shortened = (text: string) => text.replace(/\s+/g, " ").trim().slice(0, 70)
+const shortened = (text: string, length = 70) => text.replace(/\s+/g, " ").trim().slice(0, length)
 
-const record = (kind: "sql" | "redis", what: string, label = requestLabel.getStore()) => {
+const record = (kind: "sql" | "redis", what: string, label = requestLabel.getStore(), length = 70) => {
   const entry = countsOf(label ?? BACKGROUND)
   entry[kind]++
-  const call = `${kind}: ${shortened(what)}`
+  const call = `${kind}: ${shortened(what, length)}`
   entry.calls[call] = (entry.calls[call] ?? 0) + 1
 }
 
@@ -82,12 +82,21 @@ const boundCallbacks = (args: Array<unknown>) =>
   args.map((arg) => (typeof arg === "function" ? AsyncResource.bind(arg as Method) : arg))
 const pgQuery = pg.Client.prototype.query
 pg.Client.prototype.query = function (this: unknown, ...args: Array<unknown>) {
-  const config = args[0] as string | { text?: string; carriesCommit?: boolean } | undefined
+  const config = args[0] as
+    | string
+    | { text?: string; carriesCommit?: boolean; carried?: ReadonlyArray<{ text: string }> }
+    | undefined
   const text = typeof config === "string" ? config : (config?.text ?? "?")
-  // A statement sent with its unit of work's COMMIT (packages/postgres/src/reads.ts): one round trip.
+  // Statements deferred to this one, and a COMMIT sent with it (packages/postgres/src/reads.ts):
+  // one round trip for all.
+  const carried =
+    typeof config === "string"
+      ? ""
+      : (config?.carried ?? []).map((statement) => `${shortened(statement.text).slice(0, 24)}… + `).join("")
+  const length = 70 + carried.length
   if (typeof config !== "string" && config?.carriesCommit === true)
-    record("sql", `${shortened(text).slice(0, 60)} + COMMIT`)
-  else record("sql", text)
+    record("sql", `${carried}${shortened(text).slice(0, 60)} + COMMIT`, undefined, length)
+  else record("sql", `${carried}${text}`, undefined, length)
   return pgQuery.apply(this, boundCallbacks(args))
 }
 const poolConnect = pg.Pool.prototype.connect

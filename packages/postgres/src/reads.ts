@@ -16,7 +16,8 @@
  * the statement is done, without waiting for this process to answer. A create's last
  * statement locks the workspace's usage counter, so that lock is held for the statement and
  * the commit only, not for a turn of a busy event loop in between (docs/choices.md, "Round
- * trips of a create").
+ * trips of a create"). A statement whose answer nothing waits for (`statementSteps`'
+ * `deferred`: a create's events) goes with the unit's next statement, in its write.
  */
 import { createHash } from "node:crypto"
 import { connect } from "node:net"
@@ -26,6 +27,7 @@ import { SqlError } from "@effect/sql/SqlError"
 import { type StorageUnavailable, WireShapes } from "@intake/domain"
 import { Context, Effect, Exit, FiberRef, Option, Stream } from "effect"
 import {
+  DatabaseError,
   type Pool,
   type PoolClient,
   Query,
@@ -136,7 +138,9 @@ interface QueryInternals {
 /** pg's own Query methods that PreparedQuery goes on to (not in @types/pg). */
 const pgQuery = Query.prototype as unknown as {
   prepare(this: Query, connection: PgConnection): void
+  handleError(this: Query, error: unknown, connection: PgConnection): void
   handleRowDescription(this: Query, message: unknown): void
+  handleDataRow(this: Query, message: unknown): void
   handleCommandComplete(this: Query, message: unknown, connection: PgConnection): void
 }
 
@@ -169,7 +173,33 @@ const rowDescriptions = new WeakMap<PgConnection, Map<string, RowDescription>>()
  * the edge).
  */
 class PreparedQuery extends Query {
+  /** Statements of the unit of work sent ahead of this one, in the same write (TransactionClient.defer). */
+  carried: ReadonlyArray<DeferredStatement> = []
+  /** The carried statement that failed, when PostgreSQL failed one of them (the rest were skipped). */
+  failedCarried: DeferredStatement | undefined = undefined
+  /** Carried statements not yet answered: each answers one CommandComplete, before this one's. */
+  private carriedLeft = 0
   prepare(connection: PgConnection) {
+    // pg's Query.submit corks the socket around prepare: all of it goes in one write.
+    this.carriedLeft = this.carried.length
+    // Bind and Execute only: a statement is carried once it is prepared on this connection.
+    for (const carried of this.carried) {
+      connection.bind({ portal: "", statement: carried.name, values: carried.values, binary: false })
+      connection.execute({ portal: "", rows: undefined })
+    }
+    this.prepareOwn(connection)
+  }
+  handleError(error: unknown, connection: PgConnection) {
+    // PostgreSQL answers the first failure and skips the rest up to the Sync: a carried
+    // statement not yet complete is the one that failed.
+    if (this.carriedLeft > 0 && error instanceof DatabaseError && !this.hasOwnFailure())
+      this.failedCarried = this.carried[this.carried.length - this.carriedLeft]
+    pgQuery.handleError.call(this, error, connection)
+  }
+  private hasOwnFailure() {
+    return Boolean((this as unknown as QueryInternals)._canceledDueToError)
+  }
+  private prepareOwn(connection: PgConnection) {
     const self = this as unknown as QueryInternals
     const described = rowDescriptions.get(connection)?.get(self.name)
     if (described === undefined || !self.hasBeenParsed(connection))
@@ -193,6 +223,11 @@ class PreparedQuery extends Query {
     self._accumulateRows = true
     self._getRows(connection, self.rows)
   }
+  handleDataRow(message: unknown) {
+    // A carried statement answers no rows (defer); were one to, its rows are not this one's.
+    if (this.carriedLeft > 0) return
+    pgQuery.handleDataRow.call(this, message)
+  }
   handleRowDescription(message: unknown) {
     pgQuery.handleRowDescription.call(this, message)
     if (this.described === undefined) {
@@ -201,6 +236,10 @@ class PreparedQuery extends Query {
     }
   }
   handleCommandComplete(message: unknown, connection: PgConnection) {
+    if (this.carriedLeft > 0) {
+      this.carriedLeft--
+      return
+    }
     // The statement's first run on this connection is done: its rows' description is kept,
     // or that it has none (PostgreSQL answered Describe with NoData).
     if (!this.known) {
@@ -346,6 +385,10 @@ class CommittingQuery extends PreparedQuery {
   }
 }
 
+/** The texts of the statements `query` carries ahead of its own (TransactionClient.defer; for counting round trips). */
+export const carriedStatements = (query: unknown): ReadonlyArray<string> =>
+  query instanceof PreparedQuery ? query.carried.map((carried) => carried.text) : []
+
 /** Whether `query` is a statement sent with its unit of work's COMMIT (for counting round trips). */
 export const carriesCommit = (query: unknown): boolean =>
   (query as { readonly carriesCommit?: unknown } | undefined)?.carriesCommit === true
@@ -363,6 +406,20 @@ interface PgConnection {
   readonly close: (config: { readonly type: "S"; readonly name: string }) => void
   /** The statements prepared on the connection, by name (pg's own record). */
   readonly parsedStatements: Record<string, string>
+}
+
+/**
+ * A statement of a unit of work whose answer nothing waits for (an INSERT that returns no
+ * rows), held back to go with the unit's next statement, in the same write
+ * (TransactionClient.defer).
+ */
+interface DeferredStatement {
+  readonly name: string
+  readonly text: string
+  /** Its values as pg sends them. */
+  readonly values: Array<unknown>
+  /** Its failure as its own step reports it: the statement that carried it fails with this. */
+  readonly onError: (error: SqlError) => Effect.Effect<never, StorageUnavailable>
 }
 
 /** A statement sent on a unit of work that has committed: a bug of the caller, never sent. */
@@ -387,6 +444,8 @@ export class TransactionClient implements Connection {
   commitsWithFinalStatement = false
   /** The COMMIT went with a statement: nothing more may run on this unit of work. */
   committed = false
+  /** Statements deferred to the next one sent (defer), in order. */
+  private deferred: Array<DeferredStatement> = []
   /**
    * Listens for the client's errors from the moment it is checked out: a checked-out client
    * has no listener of the pool's, and pg emits a lost connection as an `error` event even
@@ -403,18 +462,82 @@ export class TransactionClient implements Connection {
     this.client.off("error", this.onError)
     this.client.release(error ?? this.broken)
   }
+  /**
+   * A statement of `@effect/sql`'s (as its Connection): its failure is a SqlError, or the
+   * StorageUnavailable of a deferred statement sent before it (defer), which the type of
+   * `@effect/sql`'s Connection does not name.
+   */
   send<R extends QueryResult>(config: QueryConfig | QueryArrayConfig | Query) {
-    return this.sendThen(config, asResult<R>)
+    return this.sendThen(config, asResult<R>) as Effect.Effect<R, SqlError>
   }
+  /** `config` sent on this unit of work, after or with the statements deferred to it. */
   sendThen<A, E>(
     config: QueryConfig | QueryArrayConfig | Query,
     complete: (error: Error | undefined, result: QueryResult) => Effect.Effect<A, E>
-  ): Effect.Effect<A, E> {
+  ): Effect.Effect<A, E | StorageUnavailable> {
     if (this.committed) {
       const text = (config as { readonly text?: unknown }).text
       return Effect.die(new StatementAfterCommit(typeof text === "string" ? text : "?"))
     }
-    return sendThen(this.client, config, this, complete)
+    if (this.deferred.length === 0) return sendThen(this.client, config, this, complete)
+    // Another kind of statement (`@effect/sql`'s, a COMMIT of its own): the deferred ones go first.
+    if (!(config instanceof PreparedQuery))
+      return Effect.zipRight(this.flushDeferred(), sendThen(this.client, config, this, complete))
+    const query = config
+    query.carried = this.deferred
+    this.deferred = []
+    return sendThen<A, E | StorageUnavailable>(this.client, query, this, (error, result) =>
+      error !== undefined && query.failedCarried !== undefined
+        ? query.failedCarried.onError(failed(error))
+        : complete(error, result)
+    )
+  }
+  /**
+   * A statement whose answer nothing waits for, sent with the unit of work's next statement
+   * in the same write: one round trip less. Carried only once it is prepared on this
+   * connection and known to answer no rows (a carried statement is bound and executed, not
+   * described); its first run here is sent on its own. When it fails, PostgreSQL skips the
+   * rest of the write and the statement that carried it fails with this one's failure.
+   */
+  defer(
+    name: string,
+    statement: SqlText,
+    onError: (error: SqlError) => Effect.Effect<never, StorageUnavailable>
+  ): Effect.Effect<void, StorageUnavailable> {
+    if (this.committed) return Effect.die(new StatementAfterCommit(statement.text))
+    const connection = (this.client as unknown as { readonly connection: PgConnection }).connection
+    const described = rowDescriptions.get(connection)?.get(name)
+    if (
+      connection.parsedStatements[name] === undefined ||
+      described === undefined ||
+      described.fields.length > 0
+    )
+      return this.step(name, statement, false, () => Exit.void, onError)
+    let values: Array<unknown>
+    try {
+      values = sendable(withIsoDates(statement.values as Array<unknown>))
+    } catch (error) {
+      return onError(failed(error))
+    }
+    this.deferred.push({ name, text: statement.text, values, onError })
+    return Exit.void
+  }
+  /** Whether statements wait for the next one (defer). */
+  get hasDeferred() {
+    return this.deferred.length > 0
+  }
+  /** The deferred statements sent now, the last one carrying the others. */
+  flushDeferred(): Effect.Effect<void, StorageUnavailable> {
+    const last = this.deferred.at(-1)
+    if (last === undefined) return Exit.void
+    this.deferred.pop()
+    return this.sendThen(preparedQuery(last.name, last.text, last.values), (error) =>
+      error ? last.onError(failed(error)) : Exit.void
+    )
+  }
+  /** Drops the deferred statements: the unit of work rolls back. */
+  discardDeferred() {
+    this.deferred = []
   }
   /**
    * A named statement as a repository step (StatementStep); as the unit of work's last,
@@ -523,29 +646,40 @@ const checkoutInTransaction = (pool: Pool) =>
 export const directTransaction = <A, E, R>(
   pool: Pool,
   self: Effect.Effect<A, E, R>
-): Effect.Effect<A, E | SqlError, R> =>
+): Effect.Effect<A, E | SqlError | StorageUnavailable, R> =>
   Effect.uninterruptibleMask((restore) =>
     Effect.flatMap(restore(checkoutInTransaction(pool)), (connection) =>
-      Effect.withFiberRuntime<A, E | SqlError, R>((fiber) => {
+      Effect.withFiberRuntime<A, E | SqlError | StorageUnavailable, R>((fiber) => {
         const release = (error?: Error) => connection.release(error)
         const outer = fiber.currentContext
         const inside = Context.add(outer, SqlClient.TransactionConnection, [connection, 0] as const)
         /** Ends the transaction as `exit` says, then answers `exit` (or the COMMIT's failure). */
-        const end = (exit: Exit.Exit<A, E>): Effect.Effect<A, E | SqlError> => {
+        const end = (
+          exit: Exit.Exit<A, E | StorageUnavailable>
+        ): Effect.Effect<A, E | SqlError | StorageUnavailable> => {
           // Committed with its last statement: nothing left to send, whatever came after it.
           if (connection.committed) {
             release()
             return exit
           }
+          // Statements still deferred go before the COMMIT; when one fails, the unit rolls back.
+          if (Exit.isSuccess(exit) && connection.hasDeferred)
+            return Effect.flatMap(Effect.exit(connection.flushDeferred()), (flushed) =>
+              end(Exit.isSuccess(flushed) ? exit : (flushed as Exit.Exit<never, StorageUnavailable>))
+            )
+          connection.discardDeferred()
           if (Exit.isSuccess(exit))
-            return connection.sendThen<A, E | SqlError>({ text: "COMMIT" }, (error) => {
+            return connection.sendThen<A, E | SqlError | StorageUnavailable>({ text: "COMMIT" }, (error) => {
               release(error)
               return error ? Exit.fail(failed(error)) : exit
             })
-          const rollback = connection.sendThen<A, E | SqlError>({ text: "ROLLBACK" }, (error) => {
-            release(error)
-            return exit
-          })
+          const rollback = connection.sendThen<A, E | SqlError | StorageUnavailable>(
+            { text: "ROLLBACK" },
+            (error) => {
+              release(error)
+              return exit
+            }
+          )
           // Interrupted mid-statement: the statement is ended first, or the ROLLBACK queued
           // behind it would wait for it (a lock wait, a slow query).
           return connection.pending > 0
@@ -579,18 +713,32 @@ export type StatementStep = <A, E = never>(
   refine?: (error: SqlError) => E | undefined
 ) => Effect.Effect<A, E | StorageUnavailable>
 
+/**
+ * A statement whose answer nothing waits for (no rows back, no failure of its own beyond
+ * StorageUnavailable), as a repository step that succeeds once the statement is on its way.
+ */
+export type DeferredStep = (operation: string, statement: SqlText) => Effect.Effect<void, StorageUnavailable>
+
 /** How a step's statement goes to PostgreSQL (statementSteps). */
-type StepKind = "prepared" | "final" | "planned"
+type StepKind = "prepared" | "final" | "planned" | "deferred"
 
 /**
  * The steps of this module's statements: `step` for any statement, `final` for a unit of
  * work's last one, which on PostgreSQL inside UnitOfWork.commitWith (and no nested unit of
  * work) is sent with the unit's COMMIT (TransactionClient.step), and `planned` for a
  * statement whose best plan depends on its values, which PostgreSQL then plans for the
- * values of every run (ReplannedQuery).
+ * values of every run (ReplannedQuery). `deferred` is for a statement that returns no rows
+ * and whose failure only fails the unit of work: inside a unit of work on PostgreSQL it goes
+ * with the unit's next statement, in the same write (TransactionClient.defer); elsewhere it
+ * is a `step`.
  */
 export const statementSteps: Effect.Effect<
-  { readonly step: StatementStep; readonly final: StatementStep; readonly planned: StatementStep },
+  {
+    readonly step: StatementStep
+    readonly final: StatementStep
+    readonly planned: StatementStep
+    readonly deferred: DeferredStep
+  },
   never,
   SqlClient.SqlClient
 > = Effect.zipWith(SqlClient.SqlClient, Effect.serviceOption(PgReads), (sql, reads) => {
@@ -638,8 +786,20 @@ export const statementSteps: Effect.Effect<
             undefined,
             answered
           )
+        if (kind === "deferred")
+          return connection.defer(
+            name,
+            statement,
+            onError as (error: SqlError) => Effect.Effect<never, StorageUnavailable>
+          ) as Effect.Effect<A, StorageUnavailable>
         return connection.step(name, statement, kind === "final", decode, onError)
       })
     }
-  return { step: via("prepared"), final: via("final"), planned: via("planned") }
+  const deferredVia = via("deferred")
+  return {
+    step: via("prepared"),
+    final: via("final"),
+    planned: via("planned"),
+    deferred: (operation, statement) => deferredVia(operation, statement, () => Exit.void)
+  }
 })

@@ -524,32 +524,29 @@ const insertEventsTexts = [insertEventsText(1), insertEventsText(2)]
 
 export const PgEventOutbox = Layer.effect(
   EventOutbox,
-  Effect.zipWith(SqlClient.SqlClient, statementSteps, (sql, { step }) =>
+  Effect.zipWith(SqlClient.SqlClient, statementSteps, (sql, { deferred }) =>
     EventOutbox.of({
       // One statement: the events, and their attempts in a data-modifying CTE.
       append: (events, queued) => {
         if (events.length === 0) return Effect.void
         const text = insertEventsTexts[events.length - 1]
-        // Without attempts (no endpoint listens), as a prepared statement.
+        // Without attempts (no endpoint listens), as a prepared statement that goes with the
+        // unit of work's next one: nothing waits for its answer.
         if (text !== undefined && (queued === undefined || queued.deliveries.length === 0))
-          return step(
-            "outbox.append",
-            {
-              text,
-              values: events.flatMap((e) => [
-                e.id,
-                e.workspaceId,
-                e.type,
-                e.intakeBotId,
-                e.submissionId,
-                e.contactId,
-                e.webhookId ?? null,
-                e.disabledReason ?? null,
-                toDate(e.createdAt)
-              ])
-            },
-            () => Exit.void
-          )
+          return deferred("outbox.append", {
+            text,
+            values: events.flatMap((e) => [
+              e.id,
+              e.workspaceId,
+              e.type,
+              e.intakeBotId,
+              e.submissionId,
+              e.contactId,
+              e.webhookId ?? null,
+              e.disabledReason ?? null,
+              toDate(e.createdAt)
+            ])
+          })
         const insertEvents = sql`INSERT INTO domain_events ${sql.insert(
           events.map((e) => ({
             id: e.id,

@@ -18,7 +18,9 @@ export const PgUnitOfWork = Layer.effect(
   Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
     const direct = yield* Effect.serviceOption(PgReads)
-    const inTransaction = <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E | SqlError, R> =>
+    const inTransaction = <A, E, R>(
+      self: Effect.Effect<A, E, R>
+    ): Effect.Effect<A, E | SqlError | StorageUnavailable, R> =>
       Option.isSome(direct) ? directTransaction(direct.value.pool, self) : sql.withTransaction(self)
     /** The unit of work's own client on PostgreSQL (none on PGlite, or outside a unit of work). */
     const clientOf = (

@@ -3,13 +3,14 @@
  * bench/round-trips.ts does for `pnpm bench`: `pg`'s Client.query, PGlite's query and
  * exec, and the BEGIN … COMMIT of a PGlite transaction (sent inside PGlite, not through
  * its methods). One statement is one round trip, a statement sent with its COMMIT too
- * (recorded as "… + COMMIT"). Only what runs for the work counts
+ * (recorded as "… + COMMIT"), and one sent with the statements deferred to it (recorded as
+ * "deferred + … + statement"). Only what runs for the work counts
  * (an AsyncLocalStorage scope), not what other fibers do meanwhile.
  */
 import { AsyncLocalStorage, AsyncResource } from "node:async_hooks"
 import { PGlite, type Transaction } from "@electric-sql/pglite"
 import pg from "pg"
-import { carriesCommit } from "../src/reads.js"
+import { carriedStatements, carriesCommit } from "../src/reads.js"
 
 type Method = (...args: Array<unknown>) => unknown
 
@@ -40,9 +41,10 @@ const install = () => {
   pg.Client.prototype.query = function (this: unknown, ...args: Array<unknown>) {
     const config = args[0] as string | { text?: string; name?: string } | undefined
     const text = typeof config === "string" ? config : (config?.text ?? "?")
-    // A statement sent with its unit of work's COMMIT (reads.ts): one round trip for both.
-    if (carriesCommit(config)) recording.getStore()?.statements.push(`${shortened(text)} + COMMIT`)
-    else record(text)
+    // Statements carried ahead of this one, and a COMMIT sent with it (reads.ts): one round trip for all.
+    const carried = carriedStatements(config).map((carriedText) => `${shortened(carriedText)} + `)
+    const sent = `${carried.join("")}${shortened(text)}`
+    recording.getStore()?.statements.push(carriesCommit(config) ? `${sent} + COMMIT` : sent)
     if (typeof config === "string" || config?.name === undefined)
       recording.getStore()?.unprepared.push(shortened(text))
     return query.apply(this, bound(args))
