@@ -446,6 +446,8 @@ export class TransactionClient implements Connection {
   committed = false
   /** Statements deferred to the next one sent (defer), in order. */
   private deferred: Array<DeferredStatement> = []
+  /** Something was sent on this unit of work (its BEGIN at least). */
+  sent = false
   /**
    * Listens for the client's errors from the moment it is checked out: a checked-out client
    * has no listener of the pool's, and pg emits a lost connection as an `error` event even
@@ -479,6 +481,7 @@ export class TransactionClient implements Connection {
       const text = (config as { readonly text?: unknown }).text
       return Effect.die(new StatementAfterCommit(typeof text === "string" ? text : "?"))
     }
+    this.sent = true
     if (this.deferred.length === 0) return sendThen(this.client, config, this, complete)
     // Another kind of statement (`@effect/sql`'s, a COMMIT of its own): the deferred ones go first.
     if (!(config instanceof PreparedQuery))
@@ -521,6 +524,21 @@ export class TransactionClient implements Connection {
     }
     this.deferred.push({ name, text: statement.text, values, onError })
     return Exit.void
+  }
+  /** Defers this unit of work's BEGIN when the connection has it prepared (checkoutInTransaction); tells whether it did. */
+  deferBegin(): boolean {
+    const connection = (this.client as unknown as { readonly connection: PgConnection }).connection
+    if (
+      connection.parsedStatements[BEGIN_NAME] === undefined ||
+      !rowDescriptions.get(connection)?.has(BEGIN_NAME)
+    )
+      return false
+    this.deferred.push({ name: BEGIN_NAME, text: BEGIN.text, values: [], onError: beginFailed })
+    return true
+  }
+  /** Whether statements other than a deferred BEGIN wait for the next one. */
+  get deferredBeyondBegin() {
+    return this.deferred.some((deferred) => deferred.name !== BEGIN_NAME)
   }
   /** Whether statements wait for the next one (defer). */
   get hasDeferred() {
@@ -602,10 +620,18 @@ export class TransactionClient implements Connection {
 /** The error a client is released with when its BEGIN came back to no one: the pool drops it. */
 const unclaimed = new Error("a transaction's client came back to a fiber that was interrupted")
 
+/** BEGIN as a named prepared statement: once prepared on a connection, a unit of work defers it. */
+const BEGIN: SqlText = { text: "BEGIN", values: [] }
+const BEGIN_NAME = nameOf(BEGIN.text)
+const beginFailed = (error: SqlError) => Exit.fail(storageFailure("transaction", error))
+
 /**
- * A client of the pool with BEGIN sent on it, in one step of the fiber. A client that
- * arrives, or whose BEGIN is answered, after the fiber waiting for it was interrupted goes
- * back to the pool at once (dropped once BEGIN was sent: its session is in a transaction).
+ * A client of the pool for a unit of work, its BEGIN deferred to the unit's first statement
+ * (TransactionClient.defer): one round trip less. On a connection that has not prepared
+ * BEGIN yet, BEGIN is sent now, on its own, as a named statement to be carried next time.
+ * A client that arrives, or whose BEGIN is answered, after the fiber waiting for it was
+ * interrupted goes back to the pool at once (dropped once BEGIN was sent: its session is in
+ * a transaction).
  */
 const checkoutInTransaction = (pool: Pool) =>
   Effect.async<TransactionClient, SqlError>((resume) => {
@@ -619,14 +645,19 @@ const checkoutInTransaction = (pool: Pool) =>
         )
       if (abandoned) return release()
       const connection = new TransactionClient(client)
-      client.query("BEGIN", (beginError: Error | undefined) => {
-        if (beginError) {
-          connection.release(beginError)
-          return resume(Exit.fail(failed(beginError)))
+      if (connection.deferBegin()) return resume(Exit.succeed(connection))
+      connection.sent = true
+      client.query(
+        preparedQuery(BEGIN_NAME, BEGIN.text, []) as unknown as QueryConfig,
+        (beginError: Error | undefined) => {
+          if (beginError) {
+            connection.release(beginError)
+            return resume(Exit.fail(failed(beginError)))
+          }
+          if (abandoned) return connection.release(unclaimed)
+          resume(Exit.succeed(connection))
         }
-        if (abandoned) return connection.release(unclaimed)
-        resume(Exit.succeed(connection))
-      })
+      )
     })
     return Effect.sync(() => {
       abandoned = true
@@ -658,7 +689,13 @@ export const directTransaction = <A, E, R>(
           exit: Exit.Exit<A, E | StorageUnavailable>
         ): Effect.Effect<A, E | SqlError | StorageUnavailable> => {
           // Committed with its last statement: nothing left to send, whatever came after it.
-          if (connection.committed) {
+          // Nothing sent, and nothing to send but BEGIN or a failed unit's statements: nothing
+          // to commit or roll back.
+          if (
+            connection.committed ||
+            (!connection.sent && (Exit.isFailure(exit) || !connection.deferredBeyondBegin))
+          ) {
+            connection.discardDeferred()
             release()
             return exit
           }

@@ -273,6 +273,12 @@ describePostgres("a unit of work on PostgreSQL", () => {
           ),
         { concurrency: "unbounded" }
       )
+      // BEGIN alone, prepared on each connection: a unit of work's BEGIN goes with its first statement.
+      const warmUpBegin = Effect.forEach(
+        [1, 2, 3],
+        () => unitOfWork.transaction(rowsOf(statement`SELECT pg_sleep(${0.3})`)),
+        { concurrency: "unbounded" }
+      )
       /** The statements `work` sends (one entry a round trip) and its exit. */
       const sentBy = <A, E>(work: Effect.Effect<A, E, UnitOfWork | SqlClient.SqlClient>) =>
         Effect.flatMap(Effect.context<UnitOfWork | SqlClient.SqlClient>(), (context) =>
@@ -289,19 +295,21 @@ describePostgres("a unit of work on PostgreSQL", () => {
         insertReturning,
         committed,
         warmUp,
+        warmUpBegin,
         sentBy
       }
     })
 
     it.effect("its first run on a connection goes on its own, to be prepared there", () =>
       Effect.gen(function* () {
-        const { unitOfWork, rowsOf, deferredOf, insert, insertReturning, committed, sentBy } = yield* setUp
+        const { unitOfWork, rowsOf, deferredOf, insert, insertReturning, committed, warmUpBegin, sentBy } =
+          yield* setUp
+        yield* warmUpBegin
         const { statements } = yield* sentBy(
           unitOfWork.transaction(Effect.zipRight(deferredOf(insert(1)), rowsOf(insertReturning(2))))
         )
         expect(statements).toEqual([
-          "BEGIN",
-          expect.stringMatching(/^INSERT INTO deferred_\w+ VALUES \(\$1\)$/),
+          expect.stringMatching(/^BEGIN \+ INSERT INTO deferred_\w+ VALUES \(\$1\)$/),
           expect.stringMatching(/^INSERT INTO deferred_\w+ VALUES \(\$1\) RETURNING id$/),
           "COMMIT"
         ])
@@ -321,10 +329,10 @@ describePostgres("a unit of work on PostgreSQL", () => {
           )
           // The carrying statement answers its own rows.
           expect(value).toEqual(Exit.succeed([{ id: 2 }]))
+          // BEGIN too: the unit's first statement carries it.
           expect(statements).toEqual([
-            "BEGIN",
             expect.stringMatching(
-              /^INSERT INTO deferred_\w+ VALUES \(\$1\) \+ INSERT INTO deferred_\w+ VALUES \(\$1\) RETURNING id$/
+              /^BEGIN \+ INSERT INTO deferred_\w+ VALUES \(\$1\) \+ INSERT INTO deferred_\w+ VALUES \(\$1\) RETURNING id$/
             ),
             "COMMIT"
           ])
@@ -345,10 +353,12 @@ describePostgres("a unit of work on PostgreSQL", () => {
             )
           )
         )
-        expect(statements).toHaveLength(2)
-        expect(statements[1]).toMatch(
-          /^(INSERT INTO deferred_\w+ VALUES \(\$1\) \+ ){2}INSERT .* RETURNING id \+ COMMIT$/
-        )
+        // The whole unit of work, BEGIN to COMMIT, in one write.
+        expect(statements).toEqual([
+          expect.stringMatching(
+            /^BEGIN \+ (INSERT INTO deferred_\w+ VALUES \(\$1\) \+ ){2}INSERT .* RETURNING id \+ COMMIT$/
+          )
+        ])
         expect(yield* committed).toEqual([1, 2, 3])
       })
     )
@@ -409,8 +419,7 @@ describePostgres("a unit of work on PostgreSQL", () => {
         yield* warmUp
         const { statements } = yield* sentBy(unitOfWork.transaction(deferredOf(insert(1))))
         expect(statements).toEqual([
-          "BEGIN",
-          expect.stringMatching(/^INSERT INTO deferred_\w+ VALUES/),
+          expect.stringMatching(/^BEGIN \+ INSERT INTO deferred_\w+ VALUES/),
           "COMMIT"
         ])
         expect(yield* committed).toEqual([1])
@@ -441,7 +450,7 @@ describePostgres("a unit of work on PostgreSQL", () => {
       })
     )
 
-    it.effect("when the unit fails before a next statement, it is never sent", () =>
+    it.effect("when the unit fails before a next statement, it is never sent, nor its BEGIN", () =>
       Effect.gen(function* () {
         const { unitOfWork, deferredOf, insert, committed, warmUp, sentBy } = yield* setUp
         yield* warmUp
@@ -451,8 +460,18 @@ describePostgres("a unit of work on PostgreSQL", () => {
           )
         )
         expect(value).toEqual(Exit.fail("changed its mind"))
-        expect(statements).toEqual(["BEGIN", "ROLLBACK"])
+        expect(statements).toEqual([])
         expect(yield* committed).toEqual([])
+      })
+    )
+
+    it.effect("a unit of work that runs no statement sends nothing, not even its BEGIN", () =>
+      Effect.gen(function* () {
+        const { unitOfWork, warmUpBegin, sentBy } = yield* setUp
+        yield* warmUpBegin
+        const { value, statements } = yield* sentBy(unitOfWork.transaction(Effect.succeed("done" as const)))
+        expect(value).toEqual(Exit.succeed("done"))
+        expect(statements).toEqual([])
       })
     )
 
