@@ -266,6 +266,13 @@ export interface IdempotencyScope {
   readonly key: string
 }
 
+/**
+ * `IdempotencyStore.complete` found an unexpired record it may not replace: another unit of
+ * work stored one after this one's claim read. Never an answer: the unit of work is rolled
+ * back and the key claimed again (usecases/idempotency.ts).
+ */
+export class IdempotencyRecordExists extends Data.TaggedError("IdempotencyRecordExists") {}
+
 /** A finished operation's answer as the client saw it, replayed verbatim. */
 export interface StoredResponse {
   readonly status: number
@@ -310,7 +317,10 @@ export class IdempotencyStore extends Context.Tag("@intake/IdempotencyStore")<
      * Stores the response in the same unit of work as the claim (or after a reservation of
      * the same fingerprint, replacing it), unless another record that has not expired at
      * `createdAt` is stored already (another unit of work stored one after this one's claim
-     * read): then it stores nothing and answers false.
+     * read): then it stores nothing and fails with IdempotencyRecordExists. A store may send
+     * it with the unit of work's next statement (PostgreSQL: docs/choices.md, "Round trips
+     * of a create"): that failure may then come from that statement's step, or from the
+     * unit of work's end.
      */
     readonly complete: (
       scope: IdempotencyScope,
@@ -318,7 +328,7 @@ export class IdempotencyStore extends Context.Tag("@intake/IdempotencyStore")<
       response: StoredResponse,
       createdAt: EpochMillis,
       expiresAt: EpochMillis
-    ) => Stored<boolean>
+    ) => Stored<void, IdempotencyRecordExists>
     /** Deletes records whose expiry is at or before `now`; answers how many. */
     readonly purgeExpired: (now: EpochMillis) => Stored<number>
   }

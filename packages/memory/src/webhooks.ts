@@ -3,6 +3,7 @@ import {
   Cursor,
   type IdempotencyClaim,
   IdempotencyConflict,
+  IdempotencyRecordExists,
   type IdempotencyScope,
   IdempotencyStore,
   PlanLimitExceeded,
@@ -145,14 +146,18 @@ export const MemoryIdempotencyStore = Layer.effect(
             write.remove(t.idempotency, recordKey(scope))
         }),
       complete: (scope, fingerprint, response, createdAt, expiresAt) =>
-        db.run((t, write) => {
-          const stored = t.idempotency.get(recordKey(scope))
-          // This request's own reservation is replaced; another unexpired record is kept.
-          const ownReservation = stored?.response === null && stored.fingerprint === fingerprint
-          if (stored !== undefined && stored.expiresAt > createdAt && !ownReservation) return false
-          write.set(t.idempotency, recordKey(scope), { fingerprint, response, createdAt, expiresAt })
-          return true
-        }),
+        db
+          .run((t, write) => {
+            const stored = t.idempotency.get(recordKey(scope))
+            // This request's own reservation is replaced; another unexpired record is kept.
+            const ownReservation = stored?.response === null && stored.fingerprint === fingerprint
+            if (stored !== undefined && stored.expiresAt > createdAt && !ownReservation) return false
+            write.set(t.idempotency, recordKey(scope), { fingerprint, response, createdAt, expiresAt })
+            return true
+          })
+          .pipe(
+            Effect.flatMap((stored) => (stored ? Effect.void : Effect.fail(new IdempotencyRecordExists())))
+          ),
       purgeExpired: (now) =>
         db.run((t, write) => {
           const expired = [...t.idempotency]

@@ -11,6 +11,9 @@
 /** The SQLSTATE of `intake_quota_used_up` (migration 9): a class of Intake's own. */
 export const QUOTA_USED_UP_SQLSTATE = "IQ429"
 
+/** The SQLSTATE of `intake_idempotency_record_exists` (migration 10). */
+export const IDEMPOTENCY_RECORD_EXISTS_SQLSTATE = "IQ409"
+
 export interface Migration {
   readonly id: number
   readonly name: string
@@ -309,6 +312,21 @@ export const migrations: ReadonlyArray<Migration> = [
         BEGIN
           RAISE EXCEPTION 'the monthly submission quota is used up'
             USING ERRCODE = '${QUOTA_USED_UP_SQLSTATE}', DETAIL = used::text;
+        END
+      $$`
+    ]
+  },
+  {
+    id: 10,
+    name: "a stored response that finds another record fails",
+    statements: [
+      // Storing an idempotent response answers no rows, so that it can go with the unit of
+      // work's next statement (docs/choices.md, "Round trips of a create"); finding a record
+      // stored after the claim read, it fails instead (webhooks.ts).
+      `CREATE FUNCTION intake_idempotency_record_exists() RETURNS boolean LANGUAGE plpgsql AS $$
+        BEGIN
+          RAISE EXCEPTION 'another request stored a response for this idempotency key'
+            USING ERRCODE = '${IDEMPOTENCY_RECORD_EXISTS_SQLSTATE}';
         END
       $$`
     ]

@@ -17,7 +17,8 @@
  * statement locks the workspace's usage counter, so that lock is held for the statement and
  * the commit only, not for a turn of a busy event loop in between (docs/choices.md, "Round
  * trips of a create"). A statement whose answer nothing waits for (`statementSteps`'
- * `deferred`: a create's events) goes with the unit's next statement, in its write.
+ * `deferred`: a create's events, its stored response, every unit's BEGIN) goes with the
+ * unit's next statement, in its write.
  */
 import { createHash } from "node:crypto"
 import { connect } from "node:net"
@@ -418,7 +419,10 @@ interface DeferredStatement {
   readonly text: string
   /** Its values as pg sends them. */
   readonly values: Array<unknown>
-  /** Its failure as its own step reports it: the statement that carried it fails with this. */
+  /**
+   * Its failure as its own step reports it: the statement that carried it fails with this,
+   * typed as that statement's StorageUnavailable (DeferredStep).
+   */
   readonly onError: (error: SqlError) => Effect.Effect<never, StorageUnavailable>
 }
 
@@ -751,10 +755,17 @@ export type StatementStep = <A, E = never>(
 ) => Effect.Effect<A, E | StorageUnavailable>
 
 /**
- * A statement whose answer nothing waits for (no rows back, no failure of its own beyond
- * StorageUnavailable), as a repository step that succeeds once the statement is on its way.
+ * A statement whose answer nothing waits for (no rows back), as a repository step that
+ * succeeds once the statement is on its way. Its failure (StorageUnavailable, or the one
+ * `refine` names) may come from the step of the unit of work's next statement, which
+ * carried it, or from the unit of work's end: a failure the types of those do not name, so
+ * a deferred step names one only for a caller that looks for it (IdempotencyStore.complete).
  */
-export type DeferredStep = (operation: string, statement: SqlText) => Effect.Effect<void, StorageUnavailable>
+export type DeferredStep = <E = never>(
+  operation: string,
+  statement: SqlText,
+  refine?: (error: SqlError) => E | undefined
+) => Effect.Effect<void, E | StorageUnavailable>
 
 /** How a step's statement goes to PostgreSQL (statementSteps). */
 type StepKind = "prepared" | "final" | "planned" | "deferred"
@@ -824,6 +835,7 @@ export const statementSteps: Effect.Effect<
             answered
           )
         if (kind === "deferred")
+          // Its own failure, refined or not, stands for a StorageUnavailable of the step that carries it.
           return connection.defer(
             name,
             statement,
@@ -837,6 +849,6 @@ export const statementSteps: Effect.Effect<
     step: via("prepared"),
     final: via("final"),
     planned: via("planned"),
-    deferred: (operation, statement) => deferredVia(operation, statement, () => Exit.void)
+    deferred: (operation, statement, refine) => deferredVia(operation, statement, () => Exit.void, refine)
   }
 })

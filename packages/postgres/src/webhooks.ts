@@ -1,8 +1,10 @@
 /** Webhook endpoints and the idempotency store on Postgres. */
 import { SqlClient } from "@effect/sql"
+import type { SqlError } from "@effect/sql/SqlError"
 import {
   type IdempotencyClaim,
   IdempotencyConflict,
+  IdempotencyRecordExists,
   type IdempotencyScope,
   IdempotencyStore,
   type PageRequest,
@@ -12,6 +14,7 @@ import {
   WebhookRepository
 } from "@intake/domain"
 import { Effect, Exit, Layer, Option } from "effect"
+import { IDEMPOTENCY_RECORD_EXISTS_SQLSTATE } from "./migrations.js"
 import { afterPosition, pageFrom } from "./paging.js"
 import { statement, statementSteps } from "./reads.js"
 import {
@@ -144,7 +147,7 @@ export const PgWebhookRepository = Layer.effect(
  */
 export const PgIdempotencyStore = Layer.effect(
   IdempotencyStore,
-  Effect.zipWith(SqlClient.SqlClient, statementSteps, (sql, { step }) => {
+  Effect.zipWith(SqlClient.SqlClient, statementSteps, (sql, { step, deferred }) => {
     // The advisory lock and the record in one statement (its snapshot predates the lock:
     // `complete` catches a record stored in between).
     const claimIn = (scope: IdempotencyScope, fingerprint: string, now: number) =>
@@ -188,11 +191,13 @@ export const PgIdempotencyStore = Layer.effect(
               AND response::text = 'null'`)
         ),
       // An expired record not yet purged, or this request's own reservation, is replaced; an
-      // unexpired one is kept (no row back).
+      // unexpired one is kept, and the statement fails (intake_idempotency_record_exists,
+      // migration 10). It answers no rows, so it goes with the unit of work's next statement.
       complete: (scope, fingerprint, response, createdAt, expiresAt) =>
-        step(
+        deferred(
           "idempotency.complete",
-          statement`INSERT INTO idempotency_records (api_key_id, key, fingerprint, response, created_at, expires_at)
+          statement`WITH stored AS (
+              INSERT INTO idempotency_records (api_key_id, key, fingerprint, response, created_at, expires_at)
               VALUES (${scope.apiKeyId}, ${scope.key}, ${fingerprint}, ${JSON.stringify(response)}::json,
                       ${toDate(createdAt)}, ${toDate(expiresAt)})
               ON CONFLICT (api_key_id, key) DO UPDATE SET fingerprint = EXCLUDED.fingerprint, response = EXCLUDED.response,
@@ -200,8 +205,11 @@ export const PgIdempotencyStore = Layer.effect(
                 WHERE idempotency_records.expires_at <= EXCLUDED.created_at
                   OR (idempotency_records.response::text = 'null'
                       AND idempotency_records.fingerprint = EXCLUDED.fingerprint)
-              RETURNING 1 AS stored`,
-          (rows) => Exit.succeed(rows.length > 0)
+              RETURNING 1
+            )
+            SELECT WHERE CASE WHEN EXISTS (SELECT FROM stored) THEN false
+              ELSE intake_idempotency_record_exists() END`,
+          (error) => (isRecordExists(error) ? new IdempotencyRecordExists() : undefined)
         ),
       // In batches, each its own statement: a backlog of millions stays within the pool's
       // query timeout and never holds one long lock on the table.
@@ -220,6 +228,10 @@ export const PgIdempotencyStore = Layer.effect(
     })
   })
 )
+
+/** The failure of a stored response that found another record (intake_idempotency_record_exists). */
+const isRecordExists = (error: SqlError) =>
+  (error.cause as { readonly code?: unknown } | undefined)?.code === IDEMPOTENCY_RECORD_EXISTS_SQLSTATE
 
 const inFlight = () =>
   new IdempotencyConflict({ message: "A request with this Idempotency-Key is still in progress." })

@@ -19,6 +19,7 @@ import {
 } from "@intake/domain"
 import { newIntakeBot, validSubmissionData } from "@intake/testing"
 import { Clock, Deferred, Duration, Effect, Either, Fiber, Layer, Option } from "effect"
+import { PgReads } from "../src/reads.js"
 import { instancePortsOn, PostgresTestDatabase } from "../src/testing.js"
 import { describePostgres } from "./support.js"
 
@@ -113,6 +114,51 @@ describePostgres("on PostgreSQL", () => {
         expect(retry._tag).toBe("Replayed")
         expect(yield* storedCount(workspace.id)).toBe(1)
       })
+    )
+
+    it.effect(
+      "a response stored for the key after the claim read: the create is undone and that response replays",
+      () =>
+        Effect.gen(function* () {
+          const { workspace, apiKeyId, bot } = yield* scene()
+          const idempotency = yield* Idempotency
+          const submissions = yield* Submissions
+          const { pool } = Option.getOrThrow(yield* Effect.serviceOption(PgReads))
+          const data = validSubmissionData()
+          const requestFor = (key: string) => ({
+            apiKeyId,
+            key,
+            fingerprint: idempotency.fingerprint("POST", `/v1/intake-bots/${bot.id}/submissions`, { data })
+          })
+          const responses = {
+            onSuccess: (submission: SubmissionDetail) => ({ status: 201, body: { id: submission.id } }),
+            onFailure: () => undefined
+          }
+          // A create first, so that the connection has the create's statements prepared and the
+          // stored response goes with the submission's statement (docs/choices.md).
+          yield* idempotency.run(
+            requestFor("warm"),
+            submissions.create(workspace.id, bot.id, { data }),
+            responses
+          )
+          const request = requestFor("raced")
+          const theirs = { status: 201, body: { id: "sub_theirs" } }
+          // Another request's response, committed between this one's claim and its own.
+          const storedMeanwhile = Effect.promise(() =>
+            pool.query(
+              `INSERT INTO idempotency_records (api_key_id, key, fingerprint, response, created_at, expires_at)
+                VALUES ($1, $2, $3, $4::json, now(), now() + interval '1 day')`,
+              [apiKeyId, request.key, request.fingerprint, JSON.stringify(theirs)]
+            )
+          )
+          const outcome = yield* idempotency.run(
+            request,
+            Effect.zipRight(storedMeanwhile, submissions.create(workspace.id, bot.id, { data })),
+            responses
+          )
+          expect(outcome).toEqual({ _tag: "Replayed", response: theirs })
+          expect(yield* storedCount(workspace.id)).toBe(1)
+        })
     )
 
     it.effect("a claim of a key held by a unit of work in flight is a conflict at once, not a wait", () =>

@@ -13,7 +13,13 @@
 import { Cause, Clock, Data, Effect, Exit, FiberRef, Layer, Option } from "effect"
 import { IdempotencyConflict, StorageUnavailable } from "../errors.js"
 import { canonicalJson } from "../policies/canonical-json.js"
-import { Crypto, IdempotencyStore, type StoredResponse, UnitOfWork } from "../ports.js"
+import {
+  Crypto,
+  IdempotencyRecordExists,
+  IdempotencyStore,
+  type StoredResponse,
+  UnitOfWork
+} from "../ports.js"
 import { CurrentLastSteps } from "./last-steps.js"
 import { Idempotency, type IdempotentOutcome } from "./services.js"
 
@@ -25,11 +31,16 @@ export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000
  */
 export const IDEMPOTENCY_RESERVATION_MS = 2 * 60 * 1000
 
-/** Only a plain failure of the operation may be stored: not a defect, an interruption or a storage fault. */
+/**
+ * Only a plain failure of the operation may be stored: not a defect, an interruption or a
+ * storage fault, nor the stored response's own failure, which on PostgreSQL the operation's
+ * last step may report (it carries that statement: IdempotencyStore.complete).
+ */
 const storableFailure = <E>(cause: Cause.Cause<E>): Option.Option<E> => {
   const failure = Cause.failureOption(cause)
   return Option.isSome(failure) &&
     !(failure.value instanceof StorageUnavailable) &&
+    !(failure.value instanceof IdempotencyRecordExists) &&
     !Cause.isDie(cause) &&
     !Cause.isInterrupted(cause)
     ? failure
@@ -41,9 +52,6 @@ class UndoThenStore extends Data.TaggedError("IdempotencyUndoThenStore")<{
   readonly error: unknown
   readonly response: StoredResponse
 }> {}
-
-/** `complete` found a record stored after the claim read: roll back and claim again. */
-class ClaimRaced extends Data.TaggedError("IdempotencyClaimRaced") {}
 
 export const IdempotencyLive = Layer.effect(
   Idempotency,
@@ -63,12 +71,9 @@ export const IdempotencyLive = Layer.effect(
         type Answer = Exit.Exit<IdempotentOutcome<A>, E>
         const replayed = (response: StoredResponse): Answer => Exit.succeed({ _tag: "Replayed", response })
 
-        /** Stores `response` unless a record the claim did not see is there (then ClaimRaced). */
+        /** Stores `response` unless a record the claim did not see is there (then IdempotencyRecordExists). */
         const complete = (response: StoredResponse, now: number) =>
-          Effect.flatMap(
-            store.complete(scope, request.fingerprint, response, now, now + IDEMPOTENCY_TTL_MS),
-            (stored) => (stored ? Effect.void : Effect.fail(new ClaimRaced()))
-          )
+          store.complete(scope, request.fingerprint, response, now, now + IDEMPOTENCY_TTL_MS)
 
         /** A failure worth replaying is undone, then stored (UndoThenStore); any other rolls back as it is. */
         const failed = (cause: Cause.Cause<E>): Effect.Effect<never, E | UndoThenStore> => {
@@ -141,7 +146,7 @@ export const IdempotencyLive = Layer.effect(
           )
 
         const once = Effect.catchIf(attempt, (error) => error instanceof UndoThenStore, storeFailure)
-        const raced = (error: unknown) => error instanceof ClaimRaced
+        const raced = (error: unknown) => error instanceof IdempotencyRecordExists
         // Raced: the record is there now, so a second claim replays it (or conflicts).
         return Effect.flatten(
           Effect.catchIf(once, raced, () =>
@@ -166,9 +171,14 @@ export const IdempotencyLive = Layer.effect(
           )
           if (claim._tag === "Replay")
             return { _tag: "Replayed", response: claim.response } as IdempotentOutcome<A>
+          // A record that replaced this reservation once it ran out stays; this operation is still answered.
           const store_ = (response: Parameters<typeof store.complete>[2]) =>
-            uow.transaction(
-              store.complete(scope, request.fingerprint, response, now, now + IDEMPOTENCY_TTL_MS)
+            Effect.catchIf(
+              uow.transaction(
+                store.complete(scope, request.fingerprint, response, now, now + IDEMPOTENCY_TTL_MS)
+              ),
+              (error) => error instanceof IdempotencyRecordExists,
+              () => Effect.void
             )
           const release = Effect.ignore(uow.transaction(store.release(scope, request.fingerprint)))
           // Uninterruptible from the reservation on, so the key is always completed or released;

@@ -1,6 +1,12 @@
 /** The contract every IdempotencyStore adapter keeps. */
 import { expect, layer } from "@effect/vitest"
-import { IdempotencyConflict, type IdempotencyScope, IdempotencyStore, UnitOfWork } from "@intake/domain"
+import {
+  IdempotencyConflict,
+  IdempotencyRecordExists,
+  type IdempotencyScope,
+  IdempotencyStore,
+  UnitOfWork
+} from "@intake/domain"
 import { Effect, type Layer } from "effect"
 import { uniqueId } from "../records.js"
 
@@ -78,24 +84,41 @@ export const idempotencyStoreContract = (
       })
     )
 
-    it.effect("complete keeps an unexpired record and answers false; it replaces an expired one", () =>
-      Effect.gen(function* () {
-        const store = yield* IdempotencyStore
-        const uow = yield* UnitOfWork
-        const scope = aScope()
-        expect(yield* uow.transaction(store.complete(scope, "fp", created, T0, T0 + DAY))).toBe(true)
-        const other = { status: 404, body: { code: "resource_not_found" } }
-        expect(yield* uow.transaction(store.complete(scope, "fp", other, T0 + 1, T0 + DAY + 1))).toBe(false)
-        expect(yield* uow.transaction(store.claim(scope, "fp", T0 + 2))).toEqual({
-          _tag: "Replay",
-          response: created
+    it.effect(
+      "complete keeps an unexpired record and fails, undoing its unit of work; it replaces an expired one",
+      () =>
+        Effect.gen(function* () {
+          const store = yield* IdempotencyStore
+          const uow = yield* UnitOfWork
+          const scope = aScope()
+          yield* uow.transaction(store.complete(scope, "fp", created, T0, T0 + DAY))
+          const other = { status: 404, body: { code: "resource_not_found" } }
+          // Another key's response stored first in the same unit of work is undone with it; a
+          // step after it (which may carry its statement) fails with it.
+          const beside = aScope()
+          const refused = yield* Effect.flip(
+            uow.transaction(
+              Effect.zipRight(
+                store.complete(beside, "fp", created, T0 + 1, T0 + DAY + 1),
+                Effect.zipRight(
+                  store.complete(scope, "fp", other, T0 + 1, T0 + DAY + 1),
+                  store.claim(aScope(), "fp", T0 + 1)
+                )
+              )
+            )
+          )
+          expect(refused).toBeInstanceOf(IdempotencyRecordExists)
+          expect(yield* uow.transaction(store.claim(beside, "fp", T0 + 2))).toEqual({ _tag: "Fresh" })
+          expect(yield* uow.transaction(store.claim(scope, "fp", T0 + 2))).toEqual({
+            _tag: "Replay",
+            response: created
+          })
+          yield* uow.transaction(store.complete(scope, "fp", other, T0 + DAY, T0 + 2 * DAY))
+          expect(yield* uow.transaction(store.claim(scope, "fp", T0 + DAY + 1))).toEqual({
+            _tag: "Replay",
+            response: other
+          })
         })
-        expect(yield* uow.transaction(store.complete(scope, "fp", other, T0 + DAY, T0 + 2 * DAY))).toBe(true)
-        expect(yield* uow.transaction(store.claim(scope, "fp", T0 + DAY + 1))).toEqual({
-          _tag: "Replay",
-          response: other
-        })
-      })
     )
 
     it.effect("a completion inside a unit of work that fails leaves nothing stored", () =>
