@@ -8,7 +8,7 @@
 import { SqlClient } from "@effect/sql"
 import { expect, layer } from "@effect/vitest"
 import { UnitOfWork } from "@intake/domain"
-import { Cause, Duration, Effect, Exit, Fiber, Layer, Option, Schedule } from "effect"
+import { Cause, Deferred, Duration, Effect, Exit, Fiber, Layer, Option, Schedule } from "effect"
 import { PgReads, type SqlText, StatementAfterCommit, statement, statementSteps } from "../src/reads.js"
 import { PostgresTestDatabase } from "../src/testing.js"
 import { PgUnitOfWork } from "../src/unit-of-work.js"
@@ -473,6 +473,34 @@ describePostgres("a unit of work on PostgreSQL", () => {
         expect(value).toEqual(Exit.succeed("done"))
         expect(statements).toEqual([])
       })
+    )
+
+    it.effect(
+      "interrupted before its first statement: nothing is sent, and the connection serves the next unit",
+      () =>
+        Effect.gen(function* () {
+          const { unitOfWork, rowsOf, deferredOf, insert, insertReturning, committed, warmUp, sentBy } =
+            yield* setUp
+          yield* warmUp
+          const { statements } = yield* sentBy(
+            Effect.gen(function* () {
+              const started = yield* Deferred.make<void>()
+              const running = yield* Effect.fork(
+                unitOfWork.transaction(
+                  Effect.zipRight(
+                    Deferred.succeed(started, undefined),
+                    Effect.zipRight(Effect.never, deferredOf(insert(9)))
+                  )
+                )
+              )
+              yield* Deferred.await(started)
+              yield* Fiber.interrupt(running)
+            })
+          )
+          expect(statements).toEqual([])
+          yield* unitOfWork.transaction(Effect.zipRight(deferredOf(insert(1)), rowsOf(insertReturning(2))))
+          expect(yield* committed).toEqual([1, 2])
+        })
     )
 
     it.effect("outside a unit of work it runs at once, as any statement", () =>
