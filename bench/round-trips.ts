@@ -92,7 +92,7 @@ pg.Client.prototype.query = function (this: unknown, ...args: Array<unknown>) {
   const carried =
     typeof config === "string"
       ? ""
-      : (config?.carried ?? []).map((statement) => `${shortened(statement.text).slice(0, 24)}… + `).join("")
+      : (config?.carried ?? []).map((statement) => `${shortened(statement.text, 24)}… + `).join("")
   const length = 70 + carried.length
   if (typeof config !== "string" && config?.carriesCommit === true)
     record("sql", `${carried}${shortened(text).slice(0, 60)} + COMMIT`, undefined, length)

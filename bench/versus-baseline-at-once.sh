@@ -23,25 +23,7 @@ export REDIS_PORT=${AT_ONCE_REDIS_PORT:-56490}
 export PGDATABASE=at_once
 pg="postgres://postgres@127.0.0.1:$PGPORT"
 admin_token=$(node -e 'console.log(require("crypto").randomBytes(16).toString("hex"))')
-groups=()
-work=$(mktemp -d /tmp/intake-versus-baseline-at-once.XXXXXX)
-
-cleanup() {
-  for g in "${groups[@]}"; do kill -TERM -- "-$g" 2>/dev/null || true; done
-  sleep 1
-  for g in "${groups[@]}"; do kill -KILL -- "-$g" 2>/dev/null || true; done
-  "$shared/local-stack.sh" down >/dev/null 2>&1 || true
-  rm -rf "$work"
-}
-trap cleanup EXIT INT TERM
-
-free_port() { node -e 'const s=require("net").createServer();s.listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})'; }
-listening_pid() { ss -ltnpH "sport = :$1" | grep -o 'pid=[0-9]*' | head -1 | cut -d= -f2; }
-wait_health() {
-  for _ in $(seq 1 240); do curl -fsS "http://127.0.0.1:$1/healthz" >/dev/null 2>&1 && return 0; sleep 0.5; done
-  tail -n 30 "$2" >&2
-  return 1
-}
+. "$here/bench/stack-lib.sh" intake-versus-baseline-at-once
 
 "$shared/local-stack.sh" down >/dev/null 2>&1 || true
 "$shared/local-stack.sh" up >&2

@@ -33,20 +33,7 @@ export REDIS_PORT=${VERSUS_REDIS_PORT:-56480}
 export PGDATABASE=versus
 pg="postgres://postgres@127.0.0.1:$PGPORT"
 admin_token=$(node -e 'console.log(require("crypto").randomBytes(16).toString("hex"))')
-groups=()
-work=$(mktemp -d /tmp/intake-versus-checkout.XXXXXX)
-
-cleanup() {
-  for g in "${groups[@]}"; do kill -TERM -- "-$g" 2>/dev/null || true; done
-  sleep 1
-  for g in "${groups[@]}"; do kill -KILL -- "-$g" 2>/dev/null || true; done
-  "$shared/local-stack.sh" down >/dev/null 2>&1 || true
-  rm -rf "$work"
-}
-trap cleanup EXIT INT TERM
-
-free_port() { node -e 'const s=require("net").createServer();s.listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})'; }
-listening_pid() { ss -ltnpH "sport = :$1" | grep -o 'pid=[0-9]*' | head -1 | cut -d= -f2; }
+. "$here/bench/stack-lib.sh" intake-versus-checkout
 
 "$shared/local-stack.sh" down >/dev/null 2>&1 || true
 "$shared/local-stack.sh" up >&2
@@ -61,8 +48,7 @@ side() {
     REDIS_URL="redis://127.0.0.1:$REDIS_PORT/$redis_db" INTAKE_ADMIN_TOKEN="$admin_token" LOG_LEVEL=warn $extra \
     pnpm start) >"$work/$name.log" 2>&1 &
   groups+=($!)
-  for _ in $(seq 1 240); do curl -fsS "http://127.0.0.1:$port/healthz" >/dev/null 2>&1 && break; sleep 0.5; done
-  curl -fsS "http://127.0.0.1:$port/healthz" >/dev/null || { tail -n 30 "$work/$name.log" >&2; exit 1; }
+  wait_health "$port" "$work/$name.log" || exit 1
   [ -z "$sql" ] || psql -h 127.0.0.1 -p "$PGPORT" -U postgres -d "intake_$name" -v ON_ERROR_STOP=1 -qc "$sql" >&2
   BASE_URL="http://127.0.0.1:$port" ADMIN_TOKEN=$admin_token node "$shared/seed-admin.mjs" >"$work/$name.env"
   { echo "PORT=$port"; echo "PID=$(listening_pid "$port")"; } >>"$work/$name.env"

@@ -512,14 +512,7 @@ export class TransactionClient implements Connection {
     onError: (error: SqlError) => Effect.Effect<never, StorageUnavailable>
   ): Effect.Effect<void, StorageUnavailable> {
     if (this.committed) return Effect.die(new StatementAfterCommit(statement.text))
-    const connection = (this.client as unknown as { readonly connection: PgConnection }).connection
-    const described = rowDescriptions.get(connection)?.get(name)
-    if (
-      connection.parsedStatements[name] === undefined ||
-      described === undefined ||
-      described.fields.length > 0
-    )
-      return this.step(name, statement, false, () => Exit.void, onError)
+    if (!this.canCarry(name)) return this.step(name, statement, false, () => Exit.void, onError)
     let values: Array<unknown>
     try {
       values = sendable(withIsoDates(statement.values as Array<unknown>))
@@ -531,14 +524,17 @@ export class TransactionClient implements Connection {
   }
   /** Defers this unit of work's BEGIN when the connection has it prepared (checkoutInTransaction); tells whether it did. */
   deferBegin(): boolean {
-    const connection = (this.client as unknown as { readonly connection: PgConnection }).connection
-    if (
-      connection.parsedStatements[BEGIN_NAME] === undefined ||
-      !rowDescriptions.get(connection)?.has(BEGIN_NAME)
-    )
-      return false
+    if (!this.canCarry(BEGIN_NAME)) return false
     this.deferred.push({ name: BEGIN_NAME, text: BEGIN.text, values: [], onError: beginFailed })
     return true
+  }
+  /** Whether the statement `name` is prepared on this connection and known to answer no rows. */
+  private canCarry(name: string): boolean {
+    const connection = (this.client as unknown as { readonly connection: PgConnection }).connection
+    return (
+      connection.parsedStatements[name] !== undefined &&
+      rowDescriptions.get(connection)?.get(name)?.fields.length === 0
+    )
   }
   /** Whether statements other than a deferred BEGIN wait for the next one. */
   get deferredBeyondBegin() {

@@ -8,6 +8,10 @@ import { Effect, Option } from "effect"
 export const storageFailure = (operation: string, cause: unknown): StorageUnavailable =>
   new StorageUnavailable({ operation, cause })
 
+/** Whether `error` is a statement's failure with SQLSTATE `code` (as the driver reports it). */
+export const hasSqlState = (error: unknown, code: string): error is SqlError =>
+  error instanceof SqlError && (error.cause as { readonly code?: unknown } | undefined)?.code === code
+
 /** Runs one repository step, turning SqlError into StorageUnavailable. */
 export const stored =
   (operation: string) =>

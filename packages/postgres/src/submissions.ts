@@ -1,6 +1,6 @@
 /** Bots, submissions with their messages, usage counters, contacts and the outbox on Postgres. */
 import { SqlClient } from "@effect/sql"
-import { SqlError } from "@effect/sql/SqlError"
+import type { SqlError } from "@effect/sql/SqlError"
 import {
   type Contact,
   ContactRepository,
@@ -24,7 +24,7 @@ import { deliveryRow, eventFromRow } from "./deliveries.js"
 import { QUOTA_USED_UP_SQLSTATE } from "./migrations.js"
 import { afterPosition, pageFrom } from "./paging.js"
 import { type SqlText, statement, statementSteps } from "./reads.js"
-import { fromJson, type Row, stored, toDate, toMillis, toNumber } from "./storage.js"
+import { fromJson, hasSqlState, type Row, stored, toDate, toMillis, toNumber } from "./storage.js"
 import { endpointFromRow } from "./webhooks.js"
 
 /** A page of a workspace's bots with each one's submission count (intake_bot_counts, kept by a trigger). */
@@ -265,9 +265,7 @@ const quotaUsedUp = (sql: SqlClient.SqlClient, workspaceId: string, period: stri
   )
 
 /** The failure of a reservation past the quota (intake_quota_used_up), as the driver reports it. */
-const isQuotaUsedUp = (error: unknown): error is SqlError =>
-  error instanceof SqlError &&
-  (error.cause as { readonly code?: unknown } | undefined)?.code === QUOTA_USED_UP_SQLSTATE
+const isQuotaUsedUp = (error: unknown): error is SqlError => hasSqlState(error, QUOTA_USED_UP_SQLSTATE)
 
 /** The count intake_quota_used_up found, in its DETAIL. */
 const quotaUsedUpCount = (error: SqlError) => toNumber((error.cause as { readonly detail?: unknown }).detail)

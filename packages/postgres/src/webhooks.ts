@@ -1,6 +1,5 @@
 /** Webhook endpoints and the idempotency store on Postgres. */
 import { SqlClient } from "@effect/sql"
-import type { SqlError } from "@effect/sql/SqlError"
 import {
   type IdempotencyClaim,
   IdempotencyConflict,
@@ -19,6 +18,7 @@ import { afterPosition, pageFrom } from "./paging.js"
 import { statement, statementSteps } from "./reads.js"
 import {
   fromJson,
+  hasSqlState,
   purgedInBatches,
   type Row,
   stored,
@@ -209,7 +209,8 @@ export const PgIdempotencyStore = Layer.effect(
             )
             SELECT WHERE CASE WHEN EXISTS (SELECT FROM stored) THEN false
               ELSE intake_idempotency_record_exists() END`,
-          (error) => (isRecordExists(error) ? new IdempotencyRecordExists() : undefined)
+          (error) =>
+            hasSqlState(error, IDEMPOTENCY_RECORD_EXISTS_SQLSTATE) ? new IdempotencyRecordExists() : undefined
         ),
       // In batches, each its own statement: a backlog of millions stays within the pool's
       // query timeout and never holds one long lock on the table.
@@ -228,10 +229,6 @@ export const PgIdempotencyStore = Layer.effect(
     })
   })
 )
-
-/** The failure of a stored response that found another record (intake_idempotency_record_exists). */
-const isRecordExists = (error: SqlError) =>
-  (error.cause as { readonly code?: unknown } | undefined)?.code === IDEMPOTENCY_RECORD_EXISTS_SQLSTATE
 
 const inFlight = () =>
   new IdempotencyConflict({ message: "A request with this Idempotency-Key is still in progress." })
