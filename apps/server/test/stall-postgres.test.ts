@@ -4,9 +4,11 @@
  * stalled one's session is ended by the idle-in-transaction timeout, its row locks go with
  * it, and the healthy server's writes answer within seconds instead of at their deadline.
  * A create's quota lock is taken by its last statement, which carries the COMMIT
- * (docs/choices.md, Round trips of a create): a stopped server cannot hold that one. It is
- * stopped with a new contact inserted and not committed, which every other create naming
- * the same email waits for.
+ * (docs/choices.md, Round trips of a create): a stopped server cannot hold that one. Nor,
+ * without attempts to queue, the contact, which goes with it. With attempts to queue (here
+ * skipped ones, for a paused endpoint: nothing is sent), the contact is a statement of its
+ * own, before the events and their attempts: the server is stopped with a new contact
+ * inserted and not committed, which every other create naming the same email waits for.
  */
 import { randomUUID } from "node:crypto"
 import { performance } from "node:perf_hooks"
@@ -15,7 +17,7 @@ import { expect, it } from "@effect/vitest"
 import { layerPostgres } from "@intake/postgres"
 import { freshDatabaseUrl, probeTestServer, testServerUrl } from "@intake/postgres/testing"
 import { Context, Deferred, Effect, Layer, Redacted } from "effect"
-import { ADMIN_TOKEN } from "./harness.js"
+import { ADMIN_TOKEN, call } from "./harness.js"
 import { startServer, timedGet } from "./process.js"
 import { admin, dataOf, provision } from "./support.js"
 
@@ -52,12 +54,12 @@ const post = (baseUrl: string, key: string, botId: string, signal?: AbortSignal,
     }
   })
 
-/** Sessions waiting for a lock in a create's contact statement (the insert of a new contact). */
+/** Sessions waiting for a lock in a create's contact statement (intake_contact_for, inserting a new contact). */
 const contactStatementsWaitingOnALock = (sql: SqlClient.SqlClient) =>
   Effect.map(
     sql<{ count: number }>`SELECT count(*)::int AS count FROM pg_stat_activity
       WHERE datname = current_database() AND wait_event_type = 'Lock'
-        AND query LIKE '%INSERT INTO contacts%'`,
+        AND query LIKE '%intake_contact_for%'`,
     (rows) => rows[0]!.count
   )
 
@@ -78,13 +80,35 @@ it.scopedLive.skipIf(!postgresAvailable)(
       const database = yield* freshDatabaseUrl()
       // A deadline well past the idle-in-transaction timeout (5 s): a write that waits for the
       // stalled server's locks shows as a 500 at 20 s, one that does not as a 201 within seconds.
-      const env = { DATABASE_URL: database.url, INTAKE_ADMIN_TOKEN: ADMIN_TOKEN, REQUEST_TIMEOUT: "20s" }
+      const env = {
+        DATABASE_URL: database.url,
+        INTAKE_ADMIN_TOKEN: ADMIN_TOKEN,
+        REQUEST_TIMEOUT: "20s",
+        // The paused endpoint's address, which is never called.
+        WEBHOOK_ALLOW_PRIVATE_NETWORKS: "true"
+      }
       const stalled = yield* startServer(env)
       const healthy = yield* startServer(env)
       const tenant = yield* provision(stalled.baseUrl)
       dataOf(
         yield* admin(stalled.baseUrl, "PATCH", `/admin/workspaces/${tenant.workspaceId}`, {
           monthly_submission_quota: 1_000_000
+        })
+      )
+      // A paused endpoint: each create queues a skipped attempt for each of its events.
+      const endpoint = dataOf(
+        yield* call(stalled.baseUrl, "POST", "/v1/webhooks", {
+          key: tenant.key,
+          body: {
+            url: "http://127.0.0.1:9/never-called",
+            events: ["submission.completed", "contact.created"]
+          }
+        })
+      ).webhook
+      dataOf(
+        yield* call(stalled.baseUrl, "PATCH", `/v1/webhooks/${endpoint.id}`, {
+          key: tenant.key,
+          body: { status: "paused" }
         })
       )
       const sql = Context.get(

@@ -204,10 +204,21 @@ export class UsageCounters extends Context.Tag("@intake/UsageCounters")<
 export class ContactRepository extends Context.Tag("@intake/ContactRepository")<
   ContactRepository,
   {
-    /** Finds the workspace's contact with this email (case-insensitive) or inserts `candidate`. */
-    readonly findOrCreate: (
-      candidate: Contact
-    ) => Stored<{ readonly contact: Contact; readonly created: boolean }>
+    /**
+     * The contact a COMPLETED submission names, recorded with the submission's events: finds
+     * the workspace's contact with the candidate's email (case-insensitive) or inserts the
+     * candidate, then appends `events` and their attempts as EventOutbox.append does, each
+     * event naming the contact found (its contactId becomes that contact's id). A
+     * contact.created event, and its attempts, is appended only when the candidate was
+     * inserted: of concurrent calls for one email, one inserts. Answers nothing, so that a
+     * store may send it with the unit of work's next statement (PostgreSQL: docs/choices.md,
+     * "Round trips of a create").
+     */
+    readonly findOrCreateWithEvents: (
+      candidate: Contact,
+      events: ReadonlyArray<DomainEvent>,
+      queued?: QueuedDeliveries
+    ) => Stored<void>
     readonly findById: (workspaceId: string, id: string) => Stored<Option.Option<Contact>>
   }
 >() {}

@@ -330,5 +330,39 @@ export const migrations: ReadonlyArray<Migration> = [
         END
       $$`
     ]
+  },
+  {
+    id: 11,
+    name: "a contact found or created within one statement",
+    statements: [
+      // A create's contact and its events are one statement, sent with the unit of work's
+      // next one (docs/choices.md, "Round trips of a create"). A contact another transaction
+      // commits while the insert waits on it is not in that statement's snapshot: each
+      // statement of a (volatile) function takes a new one, so the read after the insert
+      // finds it. Loops only if that contact is deleted in between.
+      `CREATE FUNCTION intake_contact_for(
+        p_id text, p_workspace_id text, p_email text, p_name text, p_created_at timestamptz
+      ) RETURNS TABLE (contact_id text, created boolean) LANGUAGE plpgsql AS $$
+        DECLARE
+          known text;
+        BEGIN
+          LOOP
+            INSERT INTO contacts (id, workspace_id, email, name, created_at)
+              VALUES (p_id, p_workspace_id, p_email, p_name, p_created_at)
+              ON CONFLICT (workspace_id, lower(email)) DO NOTHING;
+            IF FOUND THEN
+              RETURN QUERY SELECT p_id, true;
+              RETURN;
+            END IF;
+            SELECT c.id INTO known FROM contacts c
+              WHERE c.workspace_id = p_workspace_id AND lower(c.email) = lower(p_email);
+            IF known IS NOT NULL THEN
+              RETURN QUERY SELECT known, false;
+              RETURN;
+            END IF;
+          END LOOP;
+        END
+      $$`
+    ]
   }
 ]

@@ -17,7 +17,7 @@
  * statement locks the workspace's usage counter, so that lock is held for the statement and
  * the commit only, not for a turn of a busy event loop in between (docs/choices.md, "Round
  * trips of a create"). A statement whose answer nothing waits for (`statementSteps`'
- * `deferred`: a create's events, its stored response, every unit's BEGIN) goes with the
+ * `deferred`: a create's contact and events, its stored response, every unit's BEGIN) goes with the
  * unit's next statement, in its write.
  */
 import { createHash } from "node:crypto"

@@ -5,12 +5,15 @@ import {
   type Contact,
   ContactRepository,
   type CreatedRange,
+  type DomainEvent,
   EventOutbox,
   type IntakeBot,
   IntakeBotRepository,
   type Message,
   type PageRequest,
   PlanLimitExceeded,
+  type QueuedDeliveries,
+  type StorageUnavailable,
   type Submission,
   type SubmissionListItem,
   type SubmissionQuota,
@@ -23,7 +26,7 @@ import { workspaceFromRow } from "./access.js"
 import { deliveryRow, eventFromRow } from "./deliveries.js"
 import { QUOTA_USED_UP_SQLSTATE } from "./migrations.js"
 import { afterPosition, pageFrom } from "./paging.js"
-import { type SqlText, statement, statementSteps } from "./reads.js"
+import { type DeferredStep, type SqlText, statement, statementSteps } from "./reads.js"
 import { fromJson, hasSqlState, type Row, stored, toDate, toMillis, toNumber } from "./storage.js"
 import { endpointFromRow } from "./webhooks.js"
 
@@ -453,51 +456,6 @@ const contactFromRow = (row: Row): Contact => ({
   createdAt: toMillis(row.created_at)
 })
 
-/**
- * The contact an email names in a workspace, inserted when there is none. One statement,
- * taking no lock on a known contact: the insert, or else the contact as the statement's
- * snapshot shows it. A contact committed by a concurrent insert after that snapshot (ON
- * CONFLICT waited for it) is not in it: a second read finds it.
- */
-const findOrCreateContact = (c: Contact) =>
-  statement`WITH inserted AS (
-      INSERT INTO contacts (id, workspace_id, email, name, created_at)
-      VALUES (${c.id}, ${c.workspaceId}, ${c.email}, ${c.name}, ${toDate(c.createdAt)})
-      ON CONFLICT (workspace_id, lower(email)) DO NOTHING
-      RETURNING *
-    )
-    SELECT * FROM inserted
-    UNION ALL
-    SELECT * FROM contacts WHERE workspace_id = ${c.workspaceId} AND lower(email) = lower(${c.email})`
-
-const contactByEmail = (c: Contact) =>
-  statement`SELECT * FROM contacts WHERE workspace_id = ${c.workspaceId} AND lower(email) = lower(${c.email})`
-
-export const PgContactRepository = Layer.effect(
-  ContactRepository,
-  Effect.zipWith(SqlClient.SqlClient, statementSteps, (sql, { step }) =>
-    ContactRepository.of({
-      findOrCreate: (c) =>
-        step("contacts.findOrCreate", findOrCreateContact(c), ([row]) =>
-          row !== undefined
-            ? Exit.succeed({ contact: contactFromRow(row), created: row.id === c.id })
-            : step("contacts.findOrCreate", contactByEmail(c), ([existing]) =>
-                existing === undefined
-                  ? Exit.die(new Error("contact vanished after a conflicting insert"))
-                  : Exit.succeed({ contact: contactFromRow(existing), created: false })
-              )
-        ),
-      findById: (workspaceId, id) =>
-        stored("contacts.findById")(
-          Effect.map(
-            sql<Row>`SELECT * FROM contacts WHERE id = ${id} AND workspace_id = ${workspaceId}`,
-            (rows) => Option.map(Option.fromNullable(rows[0]), contactFromRow)
-          )
-        )
-    })
-  )
-)
-
 const EVENT_COLUMNS = [
   "id",
   "workspace_id",
@@ -510,66 +468,148 @@ const EVENT_COLUMNS = [
   "created_at"
 ] as const
 
-/** The INSERT of `count` events (a create appends one or two): one text, prepared once, per count. */
-const insertEventsText = (count: number) =>
-  `INSERT INTO domain_events (${EVENT_COLUMNS.join(", ")}) VALUES ${Array.from(
+/** An event's values in EVENT_COLUMNS' order. */
+const eventValues = (e: DomainEvent): ReadonlyArray<unknown> => [
+  e.id,
+  e.workspaceId,
+  e.type,
+  e.intakeBotId,
+  e.submissionId,
+  e.contactId,
+  e.webhookId ?? null,
+  e.disabledReason ?? null,
+  toDate(e.createdAt)
+]
+
+/** `count` rows of parameters from `$first` on, EVENT_COLUMNS' values each, cast as the columns are. */
+const eventRows = (count: number, first: number) =>
+  Array.from(
     { length: count },
     (_, event) =>
-      `(${EVENT_COLUMNS.map((_, column) => `$${event * EVENT_COLUMNS.length + column + 1}`).join(", ")})`
-  ).join(", ")}`
+      `(${EVENT_COLUMNS.map(
+        (column, index) =>
+          `$${first + event * EVENT_COLUMNS.length + index}::${column === "created_at" ? "timestamptz" : "text"}`
+      ).join(", ")})`
+  ).join(", ")
 
-const insertEventsTexts = [insertEventsText(1), insertEventsText(2)]
+/** The INSERT of `count` events (a create appends one or two): one text, prepared once, per count. */
+const insertEventsTexts = [1, 2].map(
+  (count) => `INSERT INTO domain_events (${EVENT_COLUMNS.join(", ")}) VALUES ${eventRows(count, 1)}`
+)
+
+/**
+ * The contact found or created (intake_contact_for, migration 11) and `count` events naming
+ * it, contact.created only when it was created: one statement that answers no rows.
+ */
+const contactWithEventsTexts = [1, 2].map(
+  (count) => `WITH contact AS MATERIALIZED (
+      SELECT contact_id, created FROM intake_contact_for($1, $2, $3, $4, $5::timestamptz)
+    )
+    INSERT INTO domain_events (${EVENT_COLUMNS.join(", ")})
+    SELECT ${EVENT_COLUMNS.map((column) => (column === "contact_id" ? "contact.contact_id" : `e.${column}`)).join(", ")}
+    FROM contact, (VALUES ${eventRows(count, 6)}) AS e (${EVENT_COLUMNS.join(", ")})
+    WHERE e.type <> 'contact.created' OR contact.created`
+)
+
+const contactValues = (c: Contact): ReadonlyArray<unknown> => [
+  c.id,
+  c.workspaceId,
+  c.email,
+  c.name,
+  toDate(c.createdAt)
+]
+
+/** EventOutbox.append on PostgreSQL, also for the events of a contact (PgContactRepository). */
+const outboxAppend =
+  (sql: SqlClient.SqlClient, deferred: DeferredStep) =>
+  (
+    events: ReadonlyArray<DomainEvent>,
+    queued: QueuedDeliveries | undefined
+  ): Effect.Effect<void, StorageUnavailable> => {
+    if (events.length === 0) return Effect.void
+    const text = insertEventsTexts[events.length - 1]
+    // Without attempts (no endpoint listens), as a prepared statement that goes with the
+    // unit of work's next one: nothing waits for its answer.
+    if (text !== undefined && (queued === undefined || queued.deliveries.length === 0))
+      return deferred("outbox.append", { text, values: events.flatMap(eventValues) })
+    // One statement: the events, and their attempts in a data-modifying CTE.
+    const insertEvents = sql`INSERT INTO domain_events ${sql.insert(
+      events.map((e) => ({
+        id: e.id,
+        workspace_id: e.workspaceId,
+        type: e.type,
+        intake_bot_id: e.intakeBotId,
+        submission_id: e.submissionId,
+        contact_id: e.contactId,
+        webhook_id: e.webhookId ?? null,
+        disabled_reason: e.disabledReason ?? null,
+        created_at: toDate(e.createdAt)
+      }))
+    )}`
+    const deliveries =
+      queued === undefined
+        ? []
+        : queued.deliveries.map((d) => deliveryRow(d, d.status === "pending" ? queued.dueAt : null))
+    return stored("outbox.append")(
+      Effect.asVoid(
+        deliveries.length === 0
+          ? insertEvents
+          : sql`WITH appended AS (${insertEvents}) INSERT INTO deliveries ${sql.insert(deliveries)}`
+      )
+    )
+  }
+
+export const PgContactRepository = Layer.effect(
+  ContactRepository,
+  Effect.zipWith(SqlClient.SqlClient, statementSteps, (sql, { step, deferred }) => {
+    const append = outboxAppend(sql, deferred)
+    return ContactRepository.of({
+      findOrCreateWithEvents: (c, events, queued) => {
+        const text = contactWithEventsTexts[events.length - 1]
+        // Without attempts, one statement that goes with the unit of work's next one.
+        if (text !== undefined && (queued === undefined || queued.deliveries.length === 0))
+          return deferred("contacts.findOrCreateWithEvents", {
+            text,
+            values: [...contactValues(c), ...events.flatMap(eventValues)]
+          })
+        // With attempts: the contact, then the events that name it with their attempts.
+        return step(
+          "contacts.findOrCreateWithEvents",
+          {
+            text: "SELECT contact_id, created FROM intake_contact_for($1, $2, $3, $4, $5)",
+            values: contactValues(c)
+          },
+          ([row]) => {
+            const contactId = row?.contact_id as string
+            // A known contact gets no contact.created, nor its attempts.
+            const kept = row?.created === true ? events : events.filter((e) => e.type !== "contact.created")
+            const keptIds = new Set(kept.map((e) => e.id))
+            return append(
+              kept.map((e) => ({ ...e, contactId })),
+              queued && {
+                deliveries: queued.deliveries.filter((d) => keptIds.has(d.eventId)),
+                dueAt: queued.dueAt
+              }
+            )
+          }
+        )
+      },
+      findById: (workspaceId, id) =>
+        stored("contacts.findById")(
+          Effect.map(
+            sql<Row>`SELECT * FROM contacts WHERE id = ${id} AND workspace_id = ${workspaceId}`,
+            (rows) => Option.map(Option.fromNullable(rows[0]), contactFromRow)
+          )
+        )
+    })
+  })
+)
 
 export const PgEventOutbox = Layer.effect(
   EventOutbox,
   Effect.zipWith(SqlClient.SqlClient, statementSteps, (sql, { deferred }) =>
     EventOutbox.of({
-      // One statement: the events, and their attempts in a data-modifying CTE.
-      append: (events, queued) => {
-        if (events.length === 0) return Effect.void
-        const text = insertEventsTexts[events.length - 1]
-        // Without attempts (no endpoint listens), as a prepared statement that goes with the
-        // unit of work's next one: nothing waits for its answer.
-        if (text !== undefined && (queued === undefined || queued.deliveries.length === 0))
-          return deferred("outbox.append", {
-            text,
-            values: events.flatMap((e) => [
-              e.id,
-              e.workspaceId,
-              e.type,
-              e.intakeBotId,
-              e.submissionId,
-              e.contactId,
-              e.webhookId ?? null,
-              e.disabledReason ?? null,
-              toDate(e.createdAt)
-            ])
-          })
-        const insertEvents = sql`INSERT INTO domain_events ${sql.insert(
-          events.map((e) => ({
-            id: e.id,
-            workspace_id: e.workspaceId,
-            type: e.type,
-            intake_bot_id: e.intakeBotId,
-            submission_id: e.submissionId,
-            contact_id: e.contactId,
-            webhook_id: e.webhookId ?? null,
-            disabled_reason: e.disabledReason ?? null,
-            created_at: toDate(e.createdAt)
-          }))
-        )}`
-        const deliveries =
-          queued === undefined
-            ? []
-            : queued.deliveries.map((d) => deliveryRow(d, d.status === "pending" ? queued.dueAt : null))
-        return stored("outbox.append")(
-          Effect.asVoid(
-            deliveries.length === 0
-              ? insertEvents
-              : sql`WITH appended AS (${insertEvents}) INSERT INTO deliveries ${sql.insert(deliveries)}`
-          )
-        )
-      },
+      append: outboxAppend(sql, deferred),
       findById: (id) =>
         stored("outbox.findById")(
           Effect.map(sql<Row>`SELECT * FROM domain_events WHERE id = ${id}`, (rows) =>

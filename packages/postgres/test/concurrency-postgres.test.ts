@@ -79,6 +79,33 @@ describePostgres("on PostgreSQL", () => {
       })
     )
 
+    it.effect(
+      "10 concurrent creates naming one new contact create it once, and all their events name it",
+      () =>
+        Effect.gen(function* () {
+          const { workspace, bot } = yield* scene()
+          const submissions = yield* Submissions
+          yield* Effect.all(
+            Array.from({ length: 10 }, (_, i) =>
+              submissions.create(workspace.id, bot.id, {
+                data: validSubmissionData({ email: i % 2 ? "lin@example.com" : "LIN@Example.com" })
+              })
+            ),
+            { concurrency: "unbounded" }
+          )
+          const sql = yield* SqlClient.SqlClient
+          const contacts = yield* sql<{
+            id: string
+          }>`SELECT id FROM contacts WHERE workspace_id = ${workspace.id}`
+          expect(contacts).toHaveLength(1)
+          const events = yield* sql<{ type: string; contact_id: string | null }>`SELECT type, contact_id
+          FROM domain_events WHERE workspace_id = ${workspace.id}`
+          expect(events.filter((event) => event.type === "contact.created")).toHaveLength(1)
+          expect(events.filter((event) => event.type === "submission.completed")).toHaveLength(10)
+          expect(new Set(events.map((event) => event.contact_id))).toEqual(new Set([contacts[0]!.id]))
+        })
+    )
+
     it.effect("20 concurrent identical requests with one Idempotency-Key create exactly one submission", () =>
       Effect.gen(function* () {
         const { workspace, apiKeyId, bot } = yield* scene()

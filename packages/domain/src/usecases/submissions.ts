@@ -40,6 +40,7 @@ import {
   Ids,
   IntakeBotRepository,
   type IntakeTarget,
+  type QueuedDeliveries,
   SubmissionRepository,
   Summarizer,
   SummaryJobRepository,
@@ -207,21 +208,26 @@ export const SubmissionsLive = Layer.effect(
         // A workspace that gets no deliveries (archived, no API access) queues none.
         const withheld = deliveriesWithheld(workspace) !== null
 
-        /** The events of a COMPLETED submission, once its contact is found or created, and their attempts. */
-        const appendEvents = (contact: { readonly contact: Contact; readonly created: boolean } | null) => {
+        /**
+         * The events of a COMPLETED submission and their attempts, with its contact when it
+         * names one: contact.created and its attempts are stored only if the contact is new
+         * (ContactRepository.findOrCreateWithEvents), so the count of attempts sent at once
+         * may be one too high, and a wake-up too many is harmless.
+         */
+        const recordCompletion = (contact: Contact | null) => {
           const event = (type: DomainEvent["type"]): DomainEvent => ({
             id: ids.at("evt", now),
             workspaceId: workspace.id,
             type,
             intakeBotId: bot.id,
             submissionId: id,
-            contactId: contact?.contact.id ?? null,
+            contactId: contact?.id ?? null,
             createdAt: now
           })
-          const events = [
-            event("submission.completed"),
-            ...(contact?.created === true ? [event("contact.created")] : [])
-          ]
+          const events =
+            contact === null
+              ? [event("submission.completed")]
+              : [event("submission.completed"), event("contact.created")]
           const deliveries = withheld ? [] : pendingAttemptsFor(events, activeEndpoints, now, ids)
           // With a model summarizer, submission.completed waits for its summary, at most the set wait.
           const held = modelSummaries
@@ -230,13 +236,17 @@ export const SubmissionsLive = Layer.effect(
           // Paused and disabled endpoints get a skipped attempt: the log says why, recover sends it.
           const skipped = withheld ? [] : skippedAttemptsFor(events, inactiveEndpoints, now, ids)
           // The attempts commit with their events: none is lost, none sent for a rollback.
-          const appended = outbox.append(events, {
+          const queuedNow: QueuedDeliveries = {
             deliveries: [
               ...(held.length === 0 ? deliveries : deliveries.filter((delivery) => !held.includes(delivery))),
               ...skipped
             ],
             dueAt: now
-          })
+          }
+          const appended =
+            contact === null
+              ? outbox.append(events, queuedNow)
+              : contacts.findOrCreateWithEvents(contact, events, queuedNow)
           const queued = { sentAtOnce: deliveries.length - held.length, held }
           return held.length === 0
             ? Effect.as(appended, queued)
@@ -246,23 +256,19 @@ export const SubmissionsLive = Layer.effect(
               )
         }
 
-        /** The contact, the events and their delivery attempts of a COMPLETED submission. */
-        const recordCompletion =
-          contactCandidate === null
-            ? appendEvents(null)
-            : Effect.flatMap(
-                contacts.findOrCreate({
-                  id: ids.at("con", now),
-                  workspaceId: workspace.id,
-                  email: contactCandidate.email,
-                  name: contactCandidate.name,
-                  createdAt: now
-                }),
-                appendEvents
-              )
         const recorded =
           status === "COMPLETED"
-            ? recordCompletion
+            ? recordCompletion(
+                contactCandidate === null
+                  ? null
+                  : {
+                      id: ids.at("con", now),
+                      workspaceId: workspace.id,
+                      email: contactCandidate.email,
+                      name: contactCandidate.name,
+                      createdAt: now
+                    }
+              )
             : Effect.succeed({ sentAtOnce: 0, held: [] as ReadonlyArray<Delivery> })
         const withSummaryJob = (queued: { readonly held: ReadonlyArray<Delivery> }) =>
           summaryJobs.enqueue(

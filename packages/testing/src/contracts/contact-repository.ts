@@ -1,12 +1,25 @@
 import { expect, layer } from "@effect/vitest"
-import { ContactRepository, WorkspaceRepository } from "@intake/domain"
+import {
+  type Contact,
+  ContactRepository,
+  DeliveryRepository,
+  type DomainEvent,
+  EventOutbox,
+  WorkspaceRepository
+} from "@intake/domain"
 import { Effect, type Layer, Option } from "effect"
-import { contactRecord } from "../fixtures-submissions.js"
+import { aDelivery } from "../fixtures-deliveries.js"
+import {
+  contactRecord,
+  domainEventRecord,
+  intakeBotRecord,
+  submissionRecord
+} from "../fixtures-submissions.js"
 import { aWorkspace, uniqueId } from "../records.js"
 
 export const contactRepositoryContract = (
   name: string,
-  theLayer: Layer.Layer<ContactRepository | WorkspaceRepository>
+  theLayer: Layer.Layer<ContactRepository | EventOutbox | DeliveryRepository | WorkspaceRepository>
 ): void =>
   layer(theLayer)(`ContactRepository contract (${name})`, (it) => {
     const givenWorkspace = Effect.gen(function* () {
@@ -15,18 +28,46 @@ export const contactRepositoryContract = (
       return workspace.id
     })
 
-    it.effect("creates a contact the first time, then finds it whatever the email's case", () =>
-      Effect.gen(function* () {
-        const contacts = yield* ContactRepository
-        const workspaceId = yield* givenWorkspace
-        const first = contactRecord(workspaceId, { email: "Ada@Example.com" })
-        expect(yield* contacts.findOrCreate(first)).toEqual({ contact: first, created: true })
-        const again = yield* contacts.findOrCreate(
-          contactRecord(workspaceId, { email: "ada@EXAMPLE.COM", name: "Someone else" })
-        )
-        expect(again).toEqual({ contact: first, created: false })
-        expect(yield* contacts.findById(workspaceId, first.id)).toEqual(Option.some(first))
-      })
+    /** A submission's two events as a create makes them, naming the candidate contact. */
+    const eventsFor = (candidate: Contact) => {
+      const submission = submissionRecord(intakeBotRecord(candidate.workspaceId))
+      return {
+        completed: domainEventRecord(submission, { contactId: candidate.id }),
+        created: domainEventRecord(submission, { type: "contact.created", contactId: candidate.id })
+      }
+    }
+
+    const storedEvent = (id: string) =>
+      Effect.flatMap(EventOutbox, (outbox) => outbox.findById(id)).pipe(Effect.map(Option.getOrNull))
+
+    const namedContact = (event: DomainEvent) =>
+      Effect.map(storedEvent(event.id), (stored) => stored?.contactId)
+
+    it.effect(
+      "creates a contact the first time with its events, then finds it whatever the email's case",
+      () =>
+        Effect.gen(function* () {
+          const contacts = yield* ContactRepository
+          const workspaceId = yield* givenWorkspace
+          const first = contactRecord(workspaceId, { email: "Ada@Example.com" })
+          const firstEvents = eventsFor(first)
+          yield* contacts.findOrCreateWithEvents(first, [firstEvents.completed, firstEvents.created])
+          expect(yield* contacts.findById(workspaceId, first.id)).toEqual(Option.some(first))
+          expect(yield* storedEvent(firstEvents.completed.id)).toEqual(firstEvents.completed)
+          expect(yield* storedEvent(firstEvents.created.id)).toEqual(firstEvents.created)
+
+          const again = contactRecord(workspaceId, { email: "ada@EXAMPLE.COM", name: "Someone else" })
+          const againEvents = eventsFor(again)
+          yield* contacts.findOrCreateWithEvents(again, [againEvents.completed, againEvents.created])
+          // The events name the contact found; it was not created again.
+          expect(yield* storedEvent(againEvents.completed.id)).toEqual({
+            ...againEvents.completed,
+            contactId: first.id
+          })
+          expect(yield* storedEvent(againEvents.created.id)).toBeNull()
+          expect(Option.isNone(yield* contacts.findById(workspaceId, again.id))).toBe(true)
+          expect(yield* contacts.findById(workspaceId, first.id)).toEqual(Option.some(first))
+        })
     )
 
     it.effect("contacts of different workspaces are separate", () =>
@@ -36,27 +77,71 @@ export const contactRepositoryContract = (
         const theirs = yield* givenWorkspace
         const a = contactRecord(mine)
         const b = contactRecord(theirs)
-        expect((yield* contacts.findOrCreate(a)).created).toBe(true)
-        expect((yield* contacts.findOrCreate(b)).created).toBe(true)
+        const aEvents = eventsFor(a)
+        const bEvents = eventsFor(b)
+        yield* contacts.findOrCreateWithEvents(a, [aEvents.completed, aEvents.created])
+        yield* contacts.findOrCreateWithEvents(b, [bEvents.completed, bEvents.created])
+        expect(yield* namedContact(bEvents.completed)).toBe(b.id)
+        expect(yield* storedEvent(bEvents.created.id)).toEqual(bEvents.created)
         expect(Option.isNone(yield* contacts.findById(theirs, a.id))).toBe(true)
         expect(Option.isNone(yield* contacts.findById(mine, uniqueId("con")))).toBe(true)
       })
     )
 
-    it.effect("concurrent find-or-create of one email creates one contact", () =>
+    it.effect("attempts of contact.created are queued only with a new contact", () =>
+      Effect.gen(function* () {
+        const contacts = yield* ContactRepository
+        const deliveries = yield* DeliveryRepository
+        const workspaceId = yield* givenWorkspace
+        const webhookId = uniqueId("wh")
+        const recorded = (candidate: Contact) => {
+          const { completed, created } = eventsFor(candidate)
+          const attempts = [completed, created].map((event) =>
+            aDelivery({ webhookId, eventId: event.id, eventType: event.type, createdAt: event.createdAt })
+          )
+          return Effect.as(
+            contacts.findOrCreateWithEvents(candidate, [completed, created], {
+              deliveries: attempts,
+              dueAt: completed.createdAt
+            }),
+            { completed, created, attempts }
+          )
+        }
+        const fresh = yield* recorded(contactRecord(workspaceId, { email: "lin@example.com" }))
+        expect(yield* deliveries.attemptsOf(webhookId, fresh.completed.id)).toEqual([fresh.attempts[0]])
+        expect(yield* deliveries.attemptsOf(webhookId, fresh.created.id)).toEqual([fresh.attempts[1]])
+
+        const known = yield* recorded(contactRecord(workspaceId, { email: "LIN@example.com" }))
+        expect(yield* namedContact(known.completed)).toBe(fresh.completed.contactId)
+        expect(yield* deliveries.attemptsOf(webhookId, known.completed.id)).toEqual([known.attempts[0]])
+        expect(yield* deliveries.attemptsOf(webhookId, known.created.id)).toEqual([])
+        expect(yield* storedEvent(known.created.id)).toBeNull()
+      })
+    )
+
+    it.effect("concurrent calls for one email create one contact, which all their events name", () =>
       Effect.gen(function* () {
         const contacts = yield* ContactRepository
         const workspaceId = yield* givenWorkspace
-        const results = yield* Effect.all(
-          Array.from({ length: 10 }, (_, i) =>
-            contacts.findOrCreate(
-              contactRecord(workspaceId, { email: i % 2 ? "grace@example.com" : "GRACE@example.com" })
-            )
+        const calls = Array.from({ length: 10 }, (_, i) => {
+          const candidate = contactRecord(workspaceId, {
+            email: i % 2 ? "grace@example.com" : "GRACE@example.com"
+          })
+          return { candidate, ...eventsFor(candidate) }
+        })
+        yield* Effect.all(
+          calls.map(({ candidate, completed, created }) =>
+            contacts.findOrCreateWithEvents(candidate, [completed, created])
           ),
           { concurrency: "unbounded" }
         )
-        expect(results.filter((result) => result.created)).toHaveLength(1)
-        expect(new Set(results.map((result) => result.contact.id)).size).toBe(1)
+        const createdEvents = yield* Effect.forEach(calls, ({ created }) => storedEvent(created.id))
+        const stored = createdEvents.filter((event) => event !== null)
+        expect(stored).toHaveLength(1)
+        const contactId = stored[0]?.contactId ?? ""
+        expect(Option.isSome(yield* contacts.findById(workspaceId, contactId))).toBe(true)
+        const named = yield* Effect.forEach(calls, ({ completed }) => namedContact(completed))
+        expect(named).toEqual(calls.map(() => contactId))
       })
     )
   })

@@ -424,7 +424,8 @@ describe("contacts and events", () => {
 
   it.effect("a failure late in the unit of work undoes the quota, the submission and the events", () => {
     const failingContacts = Layer.succeed(ContactRepository, {
-      findOrCreate: () => Effect.fail(new StorageUnavailable({ operation: "contacts.findOrCreate" })),
+      findOrCreateWithEvents: () =>
+        Effect.fail(new StorageUnavailable({ operation: "contacts.findOrCreateWithEvents" })),
       findById: () => Effect.fail(new StorageUnavailable({ operation: "contacts.findById" }))
     })
     const area = Layer.mergeAll(IntakeBotsLive, SubmissionsLive.pipe(Layer.provide(failingContacts))).pipe(
