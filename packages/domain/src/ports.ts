@@ -284,6 +284,13 @@ export interface IdempotencyScope {
  */
 export class IdempotencyRecordExists extends Data.TaggedError("IdempotencyRecordExists") {}
 
+/**
+ * `IdempotencyStore.claimFresh` found the scope held by another unit of work or a record
+ * stored for it. Never an answer: the unit of work is rolled back and `claim` tells which
+ * (usecases/idempotency.ts).
+ */
+export class IdempotencyClaimNotFresh extends Data.TaggedError("IdempotencyClaimNotFresh") {}
+
 /** A finished operation's answer as the client saw it, replayed verbatim. */
 export interface StoredResponse {
   readonly status: number
@@ -309,6 +316,19 @@ export class IdempotencyStore extends Context.Tag("@intake/IdempotencyStore")<
       fingerprint: string,
       now: EpochMillis
     ) => Stored<IdempotencyClaim, IdempotencyConflict>
+    /**
+     * Claims the scope as `claim` does when `claim` would answer Fresh, and answers nothing.
+     * Otherwise (the scope held, or an unexpired record stored for it, whatever its
+     * fingerprint) it claims nothing and fails with IdempotencyClaimNotFresh. A store may
+     * send it with the unit of work's next statement (PostgreSQL: docs/choices.md, "Round
+     * trips of a create"): that failure may then come from that statement's step, or from
+     * the unit of work's end.
+     */
+    readonly claimFresh: (
+      scope: IdempotencyScope,
+      fingerprint: string,
+      now: EpochMillis
+    ) => Stored<void, IdempotencyClaimNotFresh>
     /**
      * For an operation that must not run inside a unit of work (it calls out): called in a
      * unit of work of its own, answers as `claim` does, and when Fresh records the scope as

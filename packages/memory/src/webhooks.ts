@@ -2,6 +2,7 @@
 import {
   Cursor,
   type IdempotencyClaim,
+  IdempotencyClaimNotFresh,
   IdempotencyConflict,
   IdempotencyRecordExists,
   type IdempotencyScope,
@@ -123,6 +124,14 @@ export const MemoryIdempotencyStore = Layer.effect(
         Effect.flatMap(
           db.run((t) => claimIn(t, scope, fingerprint, now)),
           answer
+        ),
+      claimFresh: (scope, fingerprint, now) =>
+        Effect.flatMap(
+          db.run((t) => claimIn(t, scope, fingerprint, now)),
+          (found) =>
+            !(found instanceof IdempotencyConflict) && found._tag === "Fresh"
+              ? Effect.void
+              : Effect.fail(new IdempotencyClaimNotFresh())
         ),
       reserve: (scope, fingerprint, now, until) =>
         Effect.flatMap(

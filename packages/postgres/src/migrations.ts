@@ -14,6 +14,9 @@ export const QUOTA_USED_UP_SQLSTATE = "IQ429"
 /** The SQLSTATE of `intake_idempotency_record_exists` (migration 10). */
 export const IDEMPOTENCY_RECORD_EXISTS_SQLSTATE = "IQ409"
 
+/** The SQLSTATE of `intake_idempotency_claim_not_fresh` (migration 12). */
+export const IDEMPOTENCY_CLAIM_NOT_FRESH_SQLSTATE = "IQ412"
+
 export interface Migration {
   readonly id: number
   readonly name: string
@@ -361,6 +364,21 @@ export const migrations: ReadonlyArray<Migration> = [
               RETURN;
             END IF;
           END LOOP;
+        END
+      $$`
+    ]
+  },
+  {
+    id: 12,
+    name: "a claim that is not fresh fails",
+    statements: [
+      // The claim of an idempotent POST answers no rows when it is fresh, so that it can go
+      // with the unit of work's next statement (docs/choices.md, "Round trips of a create");
+      // otherwise it fails, and a claim that reads the record tells why (webhooks.ts).
+      `CREATE FUNCTION intake_idempotency_claim_not_fresh() RETURNS boolean LANGUAGE plpgsql AS $$
+        BEGIN
+          RAISE EXCEPTION 'this idempotency key is held or has a stored response'
+            USING ERRCODE = '${IDEMPOTENCY_CLAIM_NOT_FRESH_SQLSTATE}';
         END
       $$`
     ]

@@ -2,6 +2,7 @@
 import { SqlClient } from "@effect/sql"
 import {
   type IdempotencyClaim,
+  IdempotencyClaimNotFresh,
   IdempotencyConflict,
   IdempotencyRecordExists,
   type IdempotencyScope,
@@ -13,7 +14,7 @@ import {
   WebhookRepository
 } from "@intake/domain"
 import { Effect, Exit, Layer, Option } from "effect"
-import { IDEMPOTENCY_RECORD_EXISTS_SQLSTATE } from "./migrations.js"
+import { IDEMPOTENCY_CLAIM_NOT_FRESH_SQLSTATE, IDEMPOTENCY_RECORD_EXISTS_SQLSTATE } from "./migrations.js"
 import { afterPosition, pageFrom } from "./paging.js"
 import { statement, statementSteps } from "./reads.js"
 import {
@@ -145,6 +146,9 @@ export const PgWebhookRepository = Layer.effect(
  * snapshot is taken before the lock: a record committed in between is not seen, so
  * `complete` inserts only where no unexpired record is, and tells when one was.
  */
+/** The key of the advisory lock that marks a scope in flight. */
+const inFlightLock = (scope: IdempotencyScope) => `intake:idempotency:${scope.apiKeyId}|${scope.key}`
+
 export const PgIdempotencyStore = Layer.effect(
   IdempotencyStore,
   Effect.zipWith(SqlClient.SqlClient, statementSteps, (sql, { step, deferred }) => {
@@ -154,7 +158,7 @@ export const PgIdempotencyStore = Layer.effect(
       step(
         "idempotency.claim",
         statement`SELECT pg_try_advisory_xact_lock(
-            hashtextextended(${`intake:idempotency:${scope.apiKeyId}|${scope.key}`}, 0)) AS locked,
+            hashtextextended(${inFlightLock(scope)}, 0)) AS locked,
             r.fingerprint, r.response
           FROM (VALUES (1)) AS one LEFT JOIN idempotency_records r
             ON r.api_key_id = ${scope.apiKeyId} AND r.key = ${scope.key} AND r.expires_at > ${toDate(now)}`,
@@ -173,6 +177,22 @@ export const PgIdempotencyStore = Layer.effect(
       )
     return IdempotencyStore.of({
       claim: claimIn,
+      // The lock taken and no unexpired record, or it fails (intake_idempotency_claim_not_fresh,
+      // migration 12): it answers no rows, so it goes with the unit of work's next statement.
+      claimFresh: (scope, _fingerprint, now) =>
+        deferred(
+          "idempotency.claimFresh",
+          statement`SELECT WHERE CASE
+              WHEN pg_try_advisory_xact_lock(hashtextextended(${inFlightLock(scope)}, 0))
+                AND NOT EXISTS (SELECT FROM idempotency_records r
+                  WHERE r.api_key_id = ${scope.apiKeyId} AND r.key = ${scope.key} AND r.expires_at > ${toDate(now)})
+              THEN false
+              ELSE intake_idempotency_claim_not_fresh() END`,
+          (error) =>
+            hasSqlState(error, IDEMPOTENCY_CLAIM_NOT_FRESH_SQLSTATE)
+              ? new IdempotencyClaimNotFresh()
+              : undefined
+        ),
       reserve: (scope, fingerprint, now, until) =>
         stored("idempotency.reserve")(
           Effect.tap(claimIn(scope, fingerprint, now), (claim) =>

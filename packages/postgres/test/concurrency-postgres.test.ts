@@ -209,6 +209,13 @@ describePostgres("on PostgreSQL", () => {
           .transaction(store.claim(scope, "fp", Date.now()))
           .pipe(Effect.flip, Effect.timeout(Duration.seconds(2)), Effect.withClock(Clock.make()))
         expect(second._tag).toBe("IdempotencyConflict")
+        // A claim of a fresh key only fails at once too, and the claim that reads tells why.
+        const secondFresh = yield* uow
+          .transaction(
+            Effect.zipRight(store.claimFresh(scope, "fp", Date.now()), store.claim(scope, "fp", Date.now()))
+          )
+          .pipe(Effect.flip, Effect.timeout(Duration.seconds(2)), Effect.withClock(Clock.make()))
+        expect(secondFresh._tag).toBe("IdempotencyClaimNotFresh")
         yield* Deferred.succeed(release, undefined)
         yield* Fiber.join(holder)
         // Released without a stored response (the holder completed nothing): fresh again.

@@ -98,6 +98,7 @@ const YieldingIdempotencyStore = Layer.effect(
   Effect.map(IdempotencyStore, (store) =>
     IdempotencyStore.of({
       claim: (...args) => yieldAround(store.claim(...args)),
+      claimFresh: (...args) => yieldAround(store.claimFresh(...args)),
       reserve: (...args) => yieldAround(store.reserve(...args)),
       release: (...args) => yieldAround(store.release(...args)),
       complete: (...args) => yieldAround(store.complete(...args)),

@@ -6,7 +6,10 @@
  * is rolled back, and a second one claims the key again and stores the response. When
  * `complete` finds a record the claim could not see (a duplicate that committed while the
  * claim ran), that unit of work is rolled back too and the key claimed again: now it
- * replays (or conflicts), and the operation's writes never commit twice. An operation that
+ * replays (or conflicts), and the operation's writes never commit twice. The first claim
+ * only claims a fresh key (`claimFresh`), which a store may send with the operation's
+ * first statement; a key held or with a record fails it, and the unit of work is rolled
+ * back and a claim that reads the record answers (a replay, a conflict). An operation that
  * calls out (test, redeliver) runs outside any unit of work instead, under a reservation
  * of the key (runOutsideTransaction).
  */
@@ -15,6 +18,8 @@ import { IdempotencyConflict, StorageUnavailable } from "../errors.js"
 import { canonicalJson } from "../policies/canonical-json.js"
 import {
   Crypto,
+  type IdempotencyClaim,
+  IdempotencyClaimNotFresh,
   IdempotencyRecordExists,
   IdempotencyStore,
   type StoredResponse,
@@ -25,6 +30,8 @@ import { Idempotency, type IdempotentOutcome } from "./services.js"
 
 export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000
 
+const FRESH: IdempotencyClaim = { _tag: "Fresh" }
+
 /**
  * How long a key stays reserved for an operation outside a unit of work when its process
  * dies before completing or releasing it: well past the 10 s send and the request deadline.
@@ -33,14 +40,16 @@ export const IDEMPOTENCY_RESERVATION_MS = 2 * 60 * 1000
 
 /**
  * Only a plain failure of the operation may be stored: not a defect, an interruption or a
- * storage fault, nor the stored response's own failure, which on PostgreSQL the operation's
- * last step may report (it carries that statement: IdempotencyStore.complete).
+ * storage fault, nor the stored response's or the fresh claim's own failure, which on
+ * PostgreSQL a step of the operation may report (it carries that statement:
+ * IdempotencyStore.complete, IdempotencyStore.claimFresh).
  */
 const storableFailure = <E>(cause: Cause.Cause<E>): Option.Option<E> => {
   const failure = Cause.failureOption(cause)
   return Option.isSome(failure) &&
     !(failure.value instanceof StorageUnavailable) &&
     !(failure.value instanceof IdempotencyRecordExists) &&
+    !(failure.value instanceof IdempotencyClaimNotFresh) &&
     !Cause.isDie(cause) &&
     !Cause.isInterrupted(cause)
     ? failure
@@ -110,27 +119,34 @@ export const IdempotencyLive = Layer.effect(
           )
         }
 
+        /** A claim of a fresh key only: it answers Fresh or fails (IdempotencyClaimNotFresh). */
+        const claimFresh = (now: number) =>
+          Effect.as(store.claimFresh(scope, request.fingerprint, now), FRESH)
+        /** A claim that reads the record: Fresh, Replay, or a conflict. */
+        const claimReading = (now: number) => store.claim(scope, request.fingerprint, now)
+
         // The claim, the operation and its response: one unit of work, as a chain of steps
         // (a generator would cost a step of the fiber per yield on every create).
-        const attempt = uow.transaction(
-          Effect.flatMap(Clock.currentTimeMillis, (now) =>
-            Effect.flatMap(store.claim(scope, request.fingerprint, now), (claim) => {
-              if (claim._tag === "Replay") return Effect.succeed(replayed(claim.response))
-              const lastSteps: Array<Effect.Effect<void, unknown>> = []
-              const taken = {
-                add: (step: Effect.Effect<void, unknown>) => {
-                  lastSteps.push(step)
+        const attempt = <C>(claimed: (now: number) => Effect.Effect<IdempotencyClaim, C>) =>
+          uow.transaction(
+            Effect.flatMap(Clock.currentTimeMillis, (now) =>
+              Effect.flatMap(claimed(now), (claim) => {
+                if (claim._tag === "Replay") return Effect.succeed(replayed(claim.response))
+                const lastSteps: Array<Effect.Effect<void, unknown>> = []
+                const taken = {
+                  add: (step: Effect.Effect<void, unknown>) => {
+                    lastSteps.push(step)
+                  }
                 }
-              }
-              // Set for the operation and reset after it (an interrupted one ends its fiber's work).
-              return Effect.flatMap(FiberRef.getAndSet(CurrentLastSteps, taken), (enclosing) =>
-                Effect.flatMap(Effect.exit(operation), (exit) =>
-                  Effect.zipRight(FiberRef.set(CurrentLastSteps, enclosing), settle(exit, now, lastSteps))
+                // Set for the operation and reset after it (an interrupted one ends its fiber's work).
+                return Effect.flatMap(FiberRef.getAndSet(CurrentLastSteps, taken), (enclosing) =>
+                  Effect.flatMap(Effect.exit(operation), (exit) =>
+                    Effect.zipRight(FiberRef.set(CurrentLastSteps, enclosing), settle(exit, now, lastSteps))
+                  )
                 )
-              )
-            })
+              })
+            )
           )
-        )
 
         // The failure's response, in a unit of work of its own (the operation's was rolled back).
         const storeFailure = ({ error, response }: UndoThenStore) =>
@@ -145,12 +161,20 @@ export const IdempotencyLive = Layer.effect(
             })
           )
 
-        const once = Effect.catchIf(attempt, (error) => error instanceof UndoThenStore, storeFailure)
+        const once = <C>(claimed: (now: number) => Effect.Effect<IdempotencyClaim, C>) =>
+          Effect.catchIf(attempt(claimed), (error) => error instanceof UndoThenStore, storeFailure)
+        const reading = once(claimReading)
+        // Not fresh: the key is held or has a record, which a claim that reads it tells.
+        const first = Effect.catchIf(
+          once(claimFresh),
+          (error) => error instanceof IdempotencyClaimNotFresh,
+          () => reading
+        )
         const raced = (error: unknown) => error instanceof IdempotencyRecordExists
         // Raced: the record is there now, so a second claim replays it (or conflicts).
         return Effect.flatten(
-          Effect.catchIf(once, raced, () =>
-            Effect.catchIf(once, raced, () =>
+          Effect.catchIf(first, raced, () =>
+            Effect.catchIf(reading, raced, () =>
               Effect.fail(
                 new IdempotencyConflict({
                   message: "A request with this Idempotency-Key is still in progress."

@@ -1,6 +1,7 @@
 /** The contract every IdempotencyStore adapter keeps. */
 import { expect, layer } from "@effect/vitest"
 import {
+  IdempotencyClaimNotFresh,
   IdempotencyConflict,
   IdempotencyRecordExists,
   type IdempotencyScope,
@@ -118,6 +119,43 @@ export const idempotencyStoreContract = (
             _tag: "Replay",
             response: other
           })
+        })
+    )
+
+    it.effect(
+      "claimFresh claims a fresh or expired key; a held key, or one with a record whatever its fingerprint, fails it and claims nothing",
+      () =>
+        Effect.gen(function* () {
+          const store = yield* IdempotencyStore
+          const uow = yield* UnitOfWork
+          const fresh = aScope()
+          // Claimed: it is completed in the same unit of work, and replays.
+          yield* uow.transaction(
+            Effect.zipRight(
+              store.claimFresh(fresh, "fp", T0),
+              store.complete(fresh, "fp", created, T0, T0 + DAY)
+            )
+          )
+          expect((yield* uow.transaction(store.claim(fresh, "fp", T0 + 1)))._tag).toBe("Replay")
+          for (const fingerprint of ["fp", "other"]) {
+            // A step after it (which may carry its statement) fails with it.
+            const refused = yield* Effect.flip(
+              uow.transaction(
+                Effect.zipRight(
+                  store.claimFresh(fresh, fingerprint, T0 + 1),
+                  store.claim(aScope(), "fp", T0 + 1)
+                )
+              )
+            )
+            expect(refused).toBeInstanceOf(IdempotencyClaimNotFresh)
+          }
+          const reserved = aScope()
+          yield* uow.transaction(store.reserve(reserved, "fp", T0, T0 + 60_000))
+          expect(
+            yield* Effect.flip(uow.transaction(store.claimFresh(reserved, "fp", T0 + 1)))
+          ).toBeInstanceOf(IdempotencyClaimNotFresh)
+          // Expired, the record no longer counts.
+          yield* uow.transaction(store.claimFresh(fresh, "other", T0 + DAY))
         })
     )
 
