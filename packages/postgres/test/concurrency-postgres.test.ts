@@ -144,7 +144,7 @@ describePostgres("on PostgreSQL", () => {
     )
 
     it.effect(
-      "a response stored for the key after the claim read: the create is undone and that response replays",
+      "a response stored for the key while a create runs, after its claim or before it: the create is undone and that response replays",
       () =>
         Effect.gen(function* () {
           const { workspace, apiKeyId, bot } = yield* scene()
@@ -168,22 +168,40 @@ describePostgres("on PostgreSQL", () => {
             submissions.create(workspace.id, bot.id, { data }),
             responses
           )
-          const request = requestFor("raced")
           const theirs = { status: 201, body: { id: "sub_theirs" } }
-          // Another request's response, committed between this one's claim and its own.
-          const storedMeanwhile = Effect.promise(() =>
-            pool.query(
-              `INSERT INTO idempotency_records (api_key_id, key, fingerprint, response, created_at, expires_at)
-                VALUES ($1, $2, $3, $4::json, now(), now() + interval '1 day')`,
-              [apiKeyId, request.key, request.fingerprint, JSON.stringify(theirs)]
+          /** Another request's response, committed while this one runs. */
+          const storedMeanwhile = (key: string) =>
+            Effect.promise(() =>
+              pool.query(
+                `INSERT INTO idempotency_records (api_key_id, key, fingerprint, response, created_at, expires_at)
+                  VALUES ($1, $2, $3, $4::json, now(), now() + interval '1 day')`,
+                [apiKeyId, key, requestFor(key).fingerprint, JSON.stringify(theirs)]
+              )
             )
-          )
-          const outcome = yield* idempotency.run(
-            request,
-            Effect.zipRight(storedMeanwhile, submissions.create(workspace.id, bot.id, { data })),
+          const sql = yield* SqlClient.SqlClient
+          // Stored after the claim ran (a statement inside the unit of work sends the claim,
+          // which goes with the next one): the stored response finds it, the unit of work is
+          // rolled back, and a second claim replays it.
+          const afterClaim = yield* idempotency.run(
+            requestFor("raced-after-claim"),
+            Effect.zipRight(
+              Effect.zipRight(sql`SELECT 1`, storedMeanwhile("raced-after-claim")),
+              submissions.create(workspace.id, bot.id, { data })
+            ),
             responses
           )
-          expect(outcome).toEqual({ _tag: "Replayed", response: theirs })
+          expect(afterClaim).toEqual({ _tag: "Replayed", response: theirs })
+          // Stored before the claim went (with the create's first statement): the claim fails
+          // and the claim that reads the record replays it.
+          const beforeClaim = yield* idempotency.run(
+            requestFor("raced-before-claim"),
+            Effect.zipRight(
+              storedMeanwhile("raced-before-claim"),
+              submissions.create(workspace.id, bot.id, { data })
+            ),
+            responses
+          )
+          expect(beforeClaim).toEqual({ _tag: "Replayed", response: theirs })
           expect(yield* storedCount(workspace.id)).toBe(1)
         })
     )
