@@ -17,8 +17,8 @@
  * statement locks the workspace's usage counter, so that lock is held for the statement and
  * the commit only, not for a turn of a busy event loop in between (docs/choices.md, "Round
  * trips of a create"). A statement whose answer nothing waits for (`statementSteps`'
- * `deferred`: a create's contact and events, its stored response, every unit's BEGIN) goes with the
- * unit's next statement, in its write.
+ * `deferred`: a create's claim, contact and events and stored response, every unit's
+ * BEGIN) goes with the unit's next statement, in its write, or with its COMMIT.
  */
 import { createHash } from "node:crypto"
 import { connect } from "node:net"
@@ -489,7 +489,7 @@ export class TransactionClient implements Connection {
     if (this.deferred.length === 0) return sendThen(this.client, config, this, complete)
     // Another kind of statement (`@effect/sql`'s, a COMMIT of its own): the deferred ones go first.
     if (!(config instanceof PreparedQuery))
-      return Effect.zipRight(this.flushDeferred(), sendThen(this.client, config, this, complete))
+      return Effect.zipRight(this.flushDeferred(false), sendThen(this.client, config, this, complete))
     const query = config
     query.carried = this.deferred
     this.deferred = []
@@ -544,14 +544,20 @@ export class TransactionClient implements Connection {
   get hasDeferred() {
     return this.deferred.length > 0
   }
-  /** The deferred statements sent now, the last one carrying the others. */
-  flushDeferred(): Effect.Effect<void, StorageUnavailable> {
-    const last = this.deferred.at(-1)
+  /**
+   * The deferred statements sent now, the last one carrying the others; with `commit`, the
+   * unit of work's COMMIT too, in the same write (CommittingQuery). When one fails,
+   * PostgreSQL skips the rest, COMMIT included, and this fails with that statement's failure.
+   */
+  flushDeferred(commit: boolean): Effect.Effect<void, StorageUnavailable> {
+    const last = this.deferred.pop()
     if (last === undefined) return Exit.void
-    this.deferred.pop()
-    return this.sendThen(preparedQuery(last.name, last.text, last.values), (error) =>
-      error ? last.onError(failed(error)) : Exit.void
-    )
+    const query = preparedQuery(last.name, last.text, last.values, commit ? CommittingQuery : PreparedQuery)
+    return this.sendThen(query, (error) => {
+      if (error) return last.onError(failed(error))
+      if (commit) this.committed = true
+      return Exit.void
+    })
   }
   /** Drops the deferred statements: the unit of work rolls back. */
   discardDeferred() {
@@ -699,9 +705,9 @@ export const directTransaction = <A, E, R>(
             release()
             return exit
           }
-          // Statements still deferred go before the COMMIT; when one fails, the unit rolls back.
+          // Statements still deferred go with the COMMIT; when one fails, the unit rolls back.
           if (Exit.isSuccess(exit) && connection.hasDeferred)
-            return Effect.flatMap(Effect.exit(connection.flushDeferred()), (flushed) =>
+            return Effect.flatMap(Effect.exit(connection.flushDeferred(true)), (flushed) =>
               end(Exit.isSuccess(flushed) ? exit : (flushed as Exit.Exit<never, StorageUnavailable>))
             )
           connection.discardDeferred()

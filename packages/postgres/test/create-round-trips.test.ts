@@ -17,7 +17,7 @@ import {
   WebhookSettings
 } from "@intake/domain"
 import { aWebhookEndpoint, newIntakeBot, validSubmissionData } from "@intake/testing"
-import { Duration, Effect, Layer } from "effect"
+import { Duration, Effect, Exit, Layer } from "effect"
 import { layerPglite } from "../src/pglite-client.js"
 import type { SqlDatabase } from "../src/runtime.js"
 import { instancePortsOn, PostgresTestDatabase } from "../src/testing.js"
@@ -46,7 +46,9 @@ type Scene = Effect.Effect.Success<typeof scene>
 const measuredCreate = (
   { workspaceId, apiKeyId, botId }: Scene,
   data: Record<string, unknown>,
-  key: string | null
+  key: string | null,
+  /** Its failure stored for a retry to replay, as the server stores a 404. */
+  storedFailure?: { readonly status: number; readonly body: unknown }
 ) =>
   Effect.gen(function* () {
     const idempotency = yield* Idempotency
@@ -65,15 +67,17 @@ const measuredCreate = (
               create,
               {
                 onSuccess: (submission: SubmissionDetail) => ({ status: 201, body: { id: submission.id } }),
-                onFailure: () => undefined
+                onFailure: () => storedFailure
               }
             )
           )
     const context = yield* Effect.context<Idempotency | Submissions>()
-    const { statements, unprepared } = yield* Effect.promise(() =>
-      statementsOf(() => Effect.runPromise(Effect.provide(work, context)))
+    const { value, statements, unprepared } = yield* Effect.promise(() =>
+      statementsOf(() => Effect.runPromiseExit(Effect.provide(work, context)))
     )
-    return Object.assign(statements, { unprepared })
+    // Only a failure stored for replay is expected, and answered as the failure it is.
+    if (Exit.isFailure(value) && storedFailure === undefined) return yield* Effect.failCause(value.cause)
+    return Object.assign(statements, { unprepared, failed: Exit.isFailure(value) })
   })
 
 /** `prepared`: every statement is a named prepared statement, BEGIN included (PostgreSQL; docs/choices.md). */
@@ -126,6 +130,44 @@ const roundTripSuite = <E>(store: string, database: Layer.Layer<SqlDatabase, E>,
               )
             }
           })
+      )
+
+      it.effect("a retry that replays, and a failure stored for a retry, stay within the bound", () =>
+        Effect.gen(function* () {
+          const given = yield* scene
+          const data = validSubmissionData()
+          yield* measuredCreate(given, data, `k-${given.botId}-first`)
+          const replayed = yield* measuredCreate(given, data, `k-${given.botId}-first`)
+          const notFound = { status: 404, body: { code: "resource_not_found" } }
+          const missingBot = { ...given, botId: "bot_missing" }
+          const failed = yield* measuredCreate(missingBot, data, `k-${given.botId}-missing`, notFound)
+          expect(failed.failed).toBe(true)
+          for (const statements of [replayed, failed]) {
+            expect(statements.length, statements.join("\n")).toBeLessThanOrEqual(MAX_ROUND_TRIPS)
+          }
+          if (prepared) {
+            // The claim of a fresh key fails with the bot's read; rolled back, the key is
+            // claimed again by reading its record, which replays.
+            expect([...replayed], replayed.join("\n")).toEqual([
+              expect.stringMatching(
+                /^BEGIN \+ SELECT WHERE CASE WHEN pg_try_advisory_xact_lock.* \+ SELECT b\.\*/
+              ),
+              "ROLLBACK",
+              expect.stringMatching(/^BEGIN \+ SELECT pg_try_advisory_xact_lock/),
+              "COMMIT"
+            ])
+            // The 404 rolls the create's unit of work back; a second one claims the key and
+            // stores the answer, which goes with its COMMIT.
+            expect([...failed], failed.join("\n")).toEqual([
+              expect.stringMatching(
+                /^BEGIN \+ SELECT WHERE CASE WHEN pg_try_advisory_xact_lock.* \+ SELECT b\.\*/
+              ),
+              "ROLLBACK",
+              expect.stringMatching(/^BEGIN \+ SELECT pg_try_advisory_xact_lock/),
+              expect.stringMatching(/^WITH stored AS \( INSERT INTO idempotency_records .* \+ COMMIT$/)
+            ])
+          }
+        })
       )
 
       it.effect(

@@ -412,26 +412,37 @@ describePostgres("a unit of work on PostgreSQL", () => {
       })
     )
 
-    it.effect("last in its unit of work: sent before the COMMIT, and its failure rolls the unit back", () =>
+    it.effect("last in its unit of work: sent with the COMMIT, and its failure rolls the unit back", () =>
       Effect.gen(function* () {
         const { unitOfWork, rowsOf, deferredOf, insert, insertReturning, committed, warmUp, sentBy } =
           yield* setUp
         yield* warmUp
-        const { statements } = yield* sentBy(unitOfWork.transaction(deferredOf(insert(1))))
-        expect(statements).toEqual([
-          expect.stringMatching(/^BEGIN \+ INSERT INTO deferred_\w+ VALUES/),
-          "COMMIT"
-        ])
-        expect(yield* committed).toEqual([1])
-        const failed = yield* sentBy(
-          unitOfWork.transaction(Effect.zipRight(rowsOf(insertReturning(2)), deferredOf(insert(1))))
+        // The whole unit of work, BEGIN to COMMIT, in one write.
+        const { statements } = yield* sentBy(
+          unitOfWork.transaction(Effect.zipRight(deferredOf(insert(1)), deferredOf(insert(2))))
         )
-        expect(Exit.isFailure(failed.value) && Cause.failureOption(failed.value.cause)).toMatchObject({
-          _tag: "Some",
-          value: { _tag: "StorageUnavailable", operation: "deferred test" }
-        })
-        expect(failed.statements.at(-1)).toBe("ROLLBACK")
-        expect(yield* committed).toEqual([1])
+        expect(statements).toEqual([
+          expect.stringMatching(/^BEGIN \+ INSERT INTO deferred_\w+ VALUES \(\$1\) \+ INSERT .* \+ COMMIT$/)
+        ])
+        expect(yield* committed).toEqual([1, 2])
+        for (const duplicate of [
+          Effect.zipRight(deferredOf(insert(1)), deferredOf(insert(3))),
+          Effect.zipRight(deferredOf(insert(3)), deferredOf(insert(1)))
+        ]) {
+          const failed = yield* sentBy(
+            unitOfWork.transaction(Effect.zipRight(rowsOf(insertReturning(4)), duplicate))
+          )
+          expect(Exit.isFailure(failed.value) && Cause.failureOption(failed.value.cause)).toMatchObject({
+            _tag: "Some",
+            value: { _tag: "StorageUnavailable", operation: "deferred test" }
+          })
+          expect(failed.statements.at(-2)).toMatch(/ \+ COMMIT$/)
+          expect(failed.statements.at(-1)).toBe("ROLLBACK")
+          expect(yield* committed).toEqual([1, 2])
+        }
+        // The connections went back to the pool clean: the next unit of work commits.
+        yield* unitOfWork.transaction(deferredOf(insert(5)))
+        expect(yield* committed).toEqual([1, 2, 5])
       })
     )
 
