@@ -6,6 +6,7 @@ import { describe, expect, it } from "@effect/vitest"
 import {
   Deliveries,
   type Delivery,
+  IDEMPOTENCY_RESERVATION_MS,
   Idempotency,
   IdempotencyConflict,
   IdempotencyLive,
@@ -17,7 +18,7 @@ import {
   WorkspaceRepository
 } from "@intake/domain"
 import { answer, aWorkspace, deliveryRulesLayer, uniqueId } from "@intake/testing"
-import { Deferred, Effect, Fiber, Layer } from "effect"
+import { Deferred, Effect, Fiber, Layer, TestClock } from "effect"
 
 const RECEIVER = "https://hooks.example.com/intake"
 
@@ -94,6 +95,57 @@ describe("Idempotency.runOutsideTransaction", () => {
           const delivery = (sent as { value: Delivery }).value
           expect(yield* test).toEqual({ _tag: "Replayed", response: { status: 200, body: { delivery } } })
           expect(receiver.calls()).toBe(1)
+        }).pipe(Effect.provide(scene(receiver.layer)))
+      })
+  )
+
+  it.effect(
+    "an operation that outlives its reservation is still answered; the record stored meanwhile stays and replays",
+    () =>
+      Effect.gen(function* () {
+        const receiver = yield* heldReceiver
+        yield* Deferred.succeed(receiver.release, undefined)
+        yield* Effect.gen(function* () {
+          const idempotency = yield* Idempotency
+          const deliveries = yield* Deliveries
+          const { workspaceId, webhookId } = yield* givenWebhook
+          const request = { apiKeyId: "key_1", key: uniqueId("req"), fingerprint: "fp" }
+          const started = yield* Deferred.make<void>()
+          const gate = yield* Deferred.make<void>()
+          // Held past its reservation (a process that stalled), then done.
+          const slow = yield* Effect.fork(
+            idempotency.runOutsideTransaction(
+              request,
+              Effect.zipRight(
+                Effect.zipRight(Deferred.succeed(started, undefined), Deferred.await(gate)),
+                deliveries.test(workspaceId, webhookId)
+              ),
+              responses
+            )
+          )
+          yield* Deferred.await(started)
+          yield* TestClock.adjust(IDEMPOTENCY_RESERVATION_MS + 1)
+          // The reservation ran out: a retry runs and stores its answer.
+          const retry = yield* idempotency.runOutsideTransaction(
+            request,
+            deliveries.test(workspaceId, webhookId),
+            responses
+          )
+          expect(retry._tag).toBe("Fresh")
+          yield* Deferred.succeed(gate, undefined)
+          // The slow one finds that record when it stores its own: it keeps it, and still answers.
+          const answered = yield* Fiber.join(slow)
+          expect(answered._tag).toBe("Fresh")
+          const again = yield* idempotency.runOutsideTransaction(
+            request,
+            deliveries.test(workspaceId, webhookId),
+            responses
+          )
+          expect(again).toEqual({
+            _tag: "Replayed",
+            response: { status: 200, body: { delivery: (retry as { value: Delivery }).value } }
+          })
+          expect(receiver.calls()).toBe(2)
         }).pipe(Effect.provide(scene(receiver.layer)))
       })
   )
