@@ -1,4 +1,4 @@
-import { ContactRepository } from "@intake/domain"
+import { ContactEvents, ContactRepository } from "@intake/domain"
 import { Effect, Layer, Option } from "effect"
 import { MemoryDatabase } from "./database.js"
 import { appendIn } from "./event-outbox.js"
@@ -18,19 +18,8 @@ export const MemoryContactRepository = Layer.effect(
             w.set(t.contacts, candidate.id, candidate)
             w.set(t.contactsByEmail, key, candidate.id)
           }
-          // A known contact gets no contact.created, nor its attempts.
-          const kept =
-            existing === undefined ? events : events.filter((event) => event.type !== "contact.created")
-          const keptIds = new Set(kept.map((event) => event.id))
-          appendIn(
-            t,
-            w,
-            kept.map((event) => ({ ...event, contactId: contact.id })),
-            queued && {
-              deliveries: queued.deliveries.filter((delivery) => keptIds.has(delivery.eventId)),
-              dueAt: queued.dueAt
-            }
-          )
+          const stored = ContactEvents.eventsForContact(events, queued, contact.id, existing === undefined)
+          appendIn(t, w, stored.events, stored.queued)
         }),
       findById: (workspaceId, id) =>
         db.run((t) =>

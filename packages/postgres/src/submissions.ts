@@ -3,6 +3,7 @@ import { SqlClient } from "@effect/sql"
 import type { SqlError } from "@effect/sql/SqlError"
 import {
   type Contact,
+  ContactEvents,
   ContactRepository,
   type CreatedRange,
   type DomainEvent,
@@ -534,17 +535,10 @@ const outboxAppend =
       return deferred("outbox.append", { text, values: events.flatMap(eventValues) })
     // One statement: the events, and their attempts in a data-modifying CTE.
     const insertEvents = sql`INSERT INTO domain_events ${sql.insert(
-      events.map((e) => ({
-        id: e.id,
-        workspace_id: e.workspaceId,
-        type: e.type,
-        intake_bot_id: e.intakeBotId,
-        submission_id: e.submissionId,
-        contact_id: e.contactId,
-        webhook_id: e.webhookId ?? null,
-        disabled_reason: e.disabledReason ?? null,
-        created_at: toDate(e.createdAt)
-      }))
+      events.map((e) => {
+        const values = eventValues(e)
+        return Object.fromEntries(EVENT_COLUMNS.map((column, index) => [column, values[index]]))
+      })
     )}`
     const deliveries =
       queued === undefined
@@ -580,17 +574,13 @@ export const PgContactRepository = Layer.effect(
             values: contactValues(c)
           },
           ([row]) => {
-            const contactId = row?.contact_id as string
-            // A known contact gets no contact.created, nor its attempts.
-            const kept = row?.created === true ? events : events.filter((e) => e.type !== "contact.created")
-            const keptIds = new Set(kept.map((e) => e.id))
-            return append(
-              kept.map((e) => ({ ...e, contactId })),
-              queued && {
-                deliveries: queued.deliveries.filter((d) => keptIds.has(d.eventId)),
-                dueAt: queued.dueAt
-              }
+            const stored = ContactEvents.eventsForContact(
+              events,
+              queued,
+              row?.contact_id as string,
+              row?.created === true
             )
+            return append(stored.events, stored.queued)
           }
         )
       },

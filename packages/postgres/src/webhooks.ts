@@ -138,6 +138,9 @@ export const PgWebhookRepository = Layer.effect(
   })
 )
 
+/** The key of the advisory lock that marks a scope in flight. */
+const inFlightLock = (scope: IdempotencyScope) => `intake:idempotency:${scope.apiKeyId}|${scope.key}`
+
 /**
  * The in-flight marker is a transaction-scoped advisory lock on (api key, idempotency
  * key): a concurrent duplicate does not wait for the first request but is answered
@@ -146,9 +149,6 @@ export const PgWebhookRepository = Layer.effect(
  * snapshot is taken before the lock: a record committed in between is not seen, so
  * `complete` inserts only where no unexpired record is, and tells when one was.
  */
-/** The key of the advisory lock that marks a scope in flight. */
-const inFlightLock = (scope: IdempotencyScope) => `intake:idempotency:${scope.apiKeyId}|${scope.key}`
-
 export const PgIdempotencyStore = Layer.effect(
   IdempotencyStore,
   Effect.zipWith(SqlClient.SqlClient, statementSteps, (sql, { step, deferred }) => {

@@ -125,22 +125,19 @@ describe("Idempotency.runOutsideTransaction", () => {
           )
           yield* Deferred.await(started)
           yield* TestClock.adjust(IDEMPOTENCY_RESERVATION_MS + 1)
-          // The reservation ran out: a retry runs and stores its answer.
-          const retry = yield* idempotency.runOutsideTransaction(
+          const send = idempotency.runOutsideTransaction(
             request,
             deliveries.test(workspaceId, webhookId),
             responses
           )
+          // The reservation ran out: a retry runs and stores its answer.
+          const retry = yield* send
           expect(retry._tag).toBe("Fresh")
           yield* Deferred.succeed(gate, undefined)
           // The slow one finds that record when it stores its own: it keeps it, and still answers.
           const answered = yield* Fiber.join(slow)
           expect(answered._tag).toBe("Fresh")
-          const again = yield* idempotency.runOutsideTransaction(
-            request,
-            deliveries.test(workspaceId, webhookId),
-            responses
-          )
+          const again = yield* send
           expect(again).toEqual({
             _tag: "Replayed",
             response: { status: 200, body: { delivery: (retry as { value: Delivery }).value } }
