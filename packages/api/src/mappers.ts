@@ -75,31 +75,78 @@ export const messageToWire = (message: Message) => WireShapes.messageShape(messa
 /** A number as JSON.stringify writes it. */
 const jsonNumber = (value: number) => (Number.isFinite(value) ? String(value) : "null")
 
-/**
- * A list item (SubmissionListItemWire) as JSON, written as JSON.stringify would write its
- * wire object, field for field in the schema's order, but with the data's stored JSON text in
- * place: parsing fifty data objects and serializing them again cost about a tenth of a page's
- * CPU (docs/choices.md, Performance at the edge). Timestamps are ISO text, which has nothing
- * to escape.
- */
-const submissionListItemJson = (submission: SubmissionListItem): string =>
-  `{"id":${JSON.stringify(submission.id)},"data":${submission.dataJson},"status":${JSON.stringify(submission.status)},` +
-  `"ai_summary":${JSON.stringify(submission.aiSummary)},"is_test":${submission.isTest},` +
-  `"file_count":${jsonNumber(submission.fileCount)},"message_count":${jsonNumber(submission.messageCount)},` +
-  `"schema_version":${jsonNumber(submission.schemaVersion)},"created_at":"${isoTimestamp(submission.createdAt)}",` +
-  `"updated_at":"${isoTimestamp(submission.updatedAt)}"}`
+/** A character JSON.stringify escapes in a string (a surrogate half, alone or not, is looked at). */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what JSON escapes
+const NEEDS_ESCAPE = /["\\\u0000-\u001f\ud800-\udfff]/
 
-/** A page of a bot's submissions (SubmissionList's data) as JSON: its items by submissionListItemJson. */
+/**
+ * A string's JSON text without its quotes: the string itself when nothing in it needs
+ * escaping, else what JSON.stringify writes between the quotes.
+ */
+const jsonStringContent = (value: string) =>
+  NEEDS_ESCAPE.test(value) ? JSON.stringify(value).slice(1, -1) : value
+
+/** The parts putSubmissionListItemJson puts for one item. */
+const ITEM_PARTS = 17 + 2 * WireShapes.ISO_TIMESTAMP_PIECES
+
+/**
+ * Puts a list item (SubmissionListItemWire) as JSON into `parts` at `at` (ITEM_PARTS of
+ * them; the first one opens the item with the comma before it, unless it is the page's
+ * first), written as JSON.stringify would write its wire object, field for field in the
+ * schema's order, but with the data's stored JSON text in place: parsing fifty data objects
+ * and serializing them again cost about a tenth of a page's CPU (docs/choices.md,
+ * Performance at the edge).
+ */
+const putSubmissionListItemJson = (
+  parts: Array<string>,
+  at: number,
+  submission: SubmissionListItem,
+  first: boolean
+) => {
+  parts[at] = first ? '{"id":"' : ',{"id":"'
+  parts[at + 1] = jsonStringContent(submission.id)
+  parts[at + 2] = '","data":'
+  parts[at + 3] = submission.dataJson
+  parts[at + 4] = ',"status":"'
+  parts[at + 5] = jsonStringContent(submission.status)
+  parts[at + 6] = '","ai_summary":"'
+  parts[at + 7] = jsonStringContent(submission.aiSummary)
+  parts[at + 8] = submission.isTest ? '","is_test":true,"file_count":' : '","is_test":false,"file_count":'
+  parts[at + 9] = jsonNumber(submission.fileCount)
+  parts[at + 10] = ',"message_count":'
+  parts[at + 11] = jsonNumber(submission.messageCount)
+  parts[at + 12] = ',"schema_version":'
+  parts[at + 13] = jsonNumber(submission.schemaVersion)
+  parts[at + 14] = ',"created_at":"'
+  WireShapes.putIsoTimestamp(parts, at + 15, submission.createdAt)
+  const updated = at + 15 + WireShapes.ISO_TIMESTAMP_PIECES
+  parts[updated] = '","updated_at":"'
+  WireShapes.putIsoTimestamp(parts, updated + 1, submission.updatedAt)
+  parts[updated + 1 + WireShapes.ISO_TIMESTAMP_PIECES] = '"}'
+}
+
+/**
+ * A page of a bot's submissions (SubmissionList's data) as JSON, its items by
+ * putSubmissionListItemJson. The page is written as parts in an array of its final length,
+ * joined once: a template string per item and per timestamp cost about three times the
+ * page's size in short-lived strings (docs/choices.md, Performance at the edge).
+ */
 export const submissionListJson = (page: {
   readonly items: ReadonlyArray<SubmissionListItem>
   readonly schema: ReadonlyArray<SchemaField>
   readonly pagination: SubmissionListWire["pagination"]
-}): WireJson<SubmissionListWire> =>
-  new WireJson(
-    `{"submissions":[${page.items.map(submissionListItemJson).join(",")}],` +
-      `"schema":${JSON.stringify(page.schema.map(schemaFieldSummary))},` +
-      `"pagination":${JSON.stringify(page.pagination)}}`
-  )
+}): WireJson<SubmissionListWire> => {
+  const items = page.items
+  const parts = new Array<string>(items.length * ITEM_PARTS + 3)
+  parts[0] = '{"submissions":['
+  for (let index = 0; index < items.length; index++)
+    putSubmissionListItemJson(parts, 1 + index * ITEM_PARTS, items[index]!, index === 0)
+  const end = 1 + items.length * ITEM_PARTS
+  parts[end] = '],"schema":'
+  parts[end + 1] = JSON.stringify(page.schema.map(schemaFieldSummary))
+  parts[end + 2] = `,"pagination":${JSON.stringify(page.pagination)}}`
+  return new WireJson(parts.join(""))
+}
 
 /** The single-submission shape, shared with the webhook payloads (one definition, in the domain). */
 export const submissionToWire = (submission: SubmissionDetail): SubmissionWire =>

@@ -92,4 +92,24 @@ describe("a page of submissions written as JSON", () => {
     expect(written).toContain('"data":{"z":1,"a":[ "x" ]},')
     expect(Object.keys(JSON.parse(written).submissions[0].data)).toEqual(["z", "a"])
   })
+  it("writes timestamps as toISOString does, years outside 0000-9999 and empty pages included", () => {
+    const instants = [
+      Date.UTC(10000, 0, 1),
+      Date.UTC(-1, 5, 1, 1, 2, 3, 4),
+      Date.UTC(2026, 10, 21, 0, 0, 0, 0),
+      0
+    ]
+    const written = submissionListJson({
+      items: instants.map((at, index) => item({ id: `sub_${index}`, createdAt: at, updatedAt: at + 1 }, {})),
+      schema: [],
+      pagination: { has_more: false, next_cursor: null }
+    }).text
+    const page = JSON.parse(written) as { submissions: Array<{ created_at: string; updated_at: string }> }
+    expect(page.submissions.map((submission) => [submission.created_at, submission.updated_at])).toEqual(
+      instants.map((at) => [new Date(at).toISOString(), new Date(at + 1).toISOString()])
+    )
+    expect(
+      submissionListJson({ items: [], schema: [], pagination: { has_more: false, next_cursor: null } }).text
+    ).toBe('{"submissions":[],"schema":[],"pagination":{"has_more":false,"next_cursor":null}}')
+  })
 })

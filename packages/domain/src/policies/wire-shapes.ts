@@ -6,8 +6,14 @@
 import type { FieldValue, Message, SubmissionDetail } from "../models.js"
 
 const DAY_MS = 86_400_000
-const pad2 = Array.from({ length: 60 }, (_, n) => String(n).padStart(2, "0"))
-const pad3 = Array.from({ length: 1000 }, (_, n) => String(n).padStart(3, "0"))
+// The time of day in four pieces, each with the separator after it (`HH:`, `MM:`, `SS.`,
+// `mmmZ`): four concatenations for a timestamp, or four slots of an answer's parts.
+const padded = (length: number, width: number, after: string) =>
+  Array.from({ length }, (_, n) => `${String(n).padStart(width, "0")}${after}`)
+const hourPieces = padded(24, 2, ":")
+const minutePieces = padded(60, 2, ":")
+const secondPieces = padded(60, 2, ".")
+const millisPieces = padded(1000, 3, "Z")
 // The date parts (`2026-11-21T`) of the last two days rendered: a page of records mostly
 // shares one, and a create's statements carry two (now, and expiries a day later).
 let cachedDay = Number.NaN
@@ -16,20 +22,14 @@ let otherDay = Number.NaN
 let otherDayPrefix = ""
 
 /**
- * Epoch milliseconds as ISO 8601 UTC with exactly three fraction digits, exactly as
- * `new Date(millis).toISOString()` renders them (and throws for what it refuses). A list of
- * fifty records renders a hundred of these: the day's part is kept from the last calls and
- * the time of day is put together from tables, which costs a tenth of building a Date.
+ * The `YYYY-MM-DDT` of the day of whole epoch milliseconds, or undefined for a year outside
+ * 0000-9999 (rendered as ±YYYYYY, never cached). The last two days seen are kept.
  */
-export const isoTimestamp = (input: number): string => {
-  // Whole milliseconds, as a Date keeps them (it drops a fraction toward zero).
-  const millis = Math.trunc(input)
-  const day = Math.floor(millis / DAY_MS)
+const dayPrefix = (millis: number, day: number): string | undefined => {
   if (day !== cachedDay) {
     if (day !== otherDay) {
       const full = new Date(millis).toISOString()
-      // Years outside 0000-9999 render as ±YYYYYY: such a day is not cached.
-      if (full.length !== 24) return full
+      if (full.length !== 24) return undefined
       otherDay = day
       otherDayPrefix = full.slice(0, 11)
     }
@@ -41,15 +41,52 @@ export const isoTimestamp = (input: number): string => {
     otherDay = previousDay
     otherDayPrefix = previousPrefix
   }
+  return cachedDayPrefix
+}
+
+/** The number of pieces `putIsoTimestamp` puts. */
+export const ISO_TIMESTAMP_PIECES = 5
+
+/**
+ * Puts isoTimestamp's text of `input` into `parts` at `at`, as ISO_TIMESTAMP_PIECES pieces
+ * (the day, then the time of day from tables), for an answer written as parts joined once:
+ * no string is built for it (docs/choices.md, Performance at the edge).
+ */
+export const putIsoTimestamp = (parts: Array<string>, at: number, input: number): void => {
+  // Whole milliseconds, as a Date keeps them (it drops a fraction toward zero).
+  const millis = Math.trunc(input)
+  const day = Math.floor(millis / DAY_MS)
+  const prefix = dayPrefix(millis, day)
+  if (prefix === undefined) {
+    parts[at] = new Date(millis).toISOString()
+    parts[at + 1] = parts[at + 2] = parts[at + 3] = parts[at + 4] = ""
+    return
+  }
   let rest = millis - day * DAY_MS
   const fraction = rest % 1000
   rest = (rest - fraction) / 1000
   const seconds = rest % 60
   rest = (rest - seconds) / 60
   const minutes = rest % 60
-  const hours = (rest - minutes) / 60
-  return `${cachedDayPrefix}${pad2[hours]}:${pad2[minutes]}:${pad2[seconds]}.${pad3[fraction]}Z`
+  parts[at] = prefix
+  parts[at + 1] = hourPieces[(rest - minutes) / 60]!
+  parts[at + 2] = minutePieces[minutes]!
+  parts[at + 3] = secondPieces[seconds]!
+  parts[at + 4] = millisPieces[fraction]!
 }
+
+/**
+ * Epoch milliseconds as ISO 8601 UTC with exactly three fraction digits, exactly as
+ * `new Date(millis).toISOString()` renders them (and throws for what it refuses). A list of
+ * fifty records renders a hundred of these: the day's part is kept from the last calls and
+ * the time of day is put together from tables, which costs a tenth of building a Date.
+ */
+export const isoTimestamp = (input: number): string => {
+  const pieces = timestampPieces
+  putIsoTimestamp(pieces, 0, input)
+  return pieces[0]! + pieces[1]! + pieces[2]! + pieces[3]! + pieces[4]!
+}
+const timestampPieces: Array<string> = ["", "", "", "", ""]
 
 export const isoOrNull = (millis: number | null): string | null =>
   millis === null ? null : isoTimestamp(millis)
