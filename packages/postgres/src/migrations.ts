@@ -382,5 +382,18 @@ export const migrations: ReadonlyArray<Migration> = [
         END
       $$`
     ]
+  },
+  {
+    id: 13,
+    name: "a submission keeps its message count",
+    statements: [
+      // A submission's messages are written with it, in its create's statement, and never
+      // added or removed apart from it: the create writes their count on the submission, and
+      // a page reads it there instead of counting each row's messages (docs/choices.md,
+      // "Lists and cursors"). NULL is "not kept": rows from before this migration, and rows an
+      // instance of the previous version writes during a rolling deploy, are counted on read
+      // as before. No backfill: adding a nullable column without a default rewrites nothing.
+      `ALTER TABLE submissions ADD COLUMN message_count int`
+    ]
   }
 ]

@@ -68,9 +68,11 @@ export const listSubmissionsStatement = (
   return {
     // The columns an item shows (its workspace and bot are the query's own), the data as the
     // text it is stored as (no JSON.parse of it: the answer passes it through), the count as int4.
+    // The message count as the create kept it; counted on the messages' (submission_id,
+    // position) index where it was not kept (migration 13).
     text: `SELECT s.id, s.data::text AS data_json, s.status, s.ai_summary, s.is_test, s.file_count, s.schema_version,
       s.created_at, s.updated_at,
-      (SELECT count(*) FROM messages m WHERE m.submission_id = s.id)::int AS message_count
+      coalesce(s.message_count, (SELECT count(*) FROM messages m WHERE m.submission_id = s.id)::int) AS message_count
     FROM submissions s
     WHERE ${conditions.join(" AND ")}
     ORDER BY s.created_at DESC, s.id DESC
@@ -289,6 +291,7 @@ const reservationText = (first: number, after?: string) =>
 
 /**
  * The texts of insertSubmission: with or without a reservation, with or without messages.
+ * The submission keeps its messages' count, which a page reads (migration 13).
  * The submission is inserted first and the reservation reads its row, so the usage
  * counter's lock is taken after the insert, not held over it (about 5-12% more creates
  * per second under fifty at once; docs/choices.md, Round trips of a create). A reservation
@@ -299,8 +302,10 @@ const reservationText = (first: number, after?: string) =>
  */
 const insertSubmissionText = (reserved: boolean, withMessages: boolean) =>
   `WITH inserted AS (
-      INSERT INTO submissions (id, workspace_id, intake_bot_id, data, status, ai_summary, is_test, file_count, schema_version, created_at, updated_at)
-      VALUES ($1, $2, $3, $4::json, $5, $6, $7::boolean, $8::int, $9::int, $10::timestamptz, $11::timestamptz)
+      INSERT INTO submissions (id, workspace_id, intake_bot_id, data, status, ai_summary, is_test, file_count, schema_version, created_at, updated_at, message_count)
+      VALUES ($1, $2, $3, $4::json, $5, $6, $7::boolean, $8::int, $9::int, $10::timestamptz, $11::timestamptz, ${
+        withMessages ? `json_array_length($${reserved ? 15 : 12}::json)` : "0"
+      })
       RETURNING id
     ),
     reserved AS (${reserved ? reservationText(12, "inserted") : "SELECT 0 AS used FROM inserted"})${
@@ -406,7 +411,7 @@ export const PgSubmissionRepository = Layer.effect(
             return Option.some({ ...submissionFromRow(row), messages: messages.map(messageFromRow) })
           })
         ),
-      // One query: message_count is a count on the messages' (submission_id, position) index.
+      // One query: message_count as the create kept it (migration 13).
       list: (workspaceId, intakeBotId, page, range) =>
         planned("submissions.list", listSubmissionsStatement(workspaceId, intakeBotId, page, range), (rows) =>
           Exit.succeed(pageFrom(rows, page.limit, (row) => listItemFromRow(row, workspaceId, intakeBotId)))

@@ -9,7 +9,7 @@ import { expect, it } from "@effect/vitest"
 import { Effect, Redacted } from "effect"
 import { migrations } from "../src/migrations.js"
 import { runMigrations } from "../src/migrator.js"
-import { listBotsQuery } from "../src/submissions.js"
+import { listBotsQuery, listSubmissionsQuery } from "../src/submissions.js"
 import { freshDatabaseUrl } from "../src/testing.js"
 import { describePostgres } from "./support.js"
 
@@ -94,6 +94,57 @@ describePostgres("on PostgreSQL", () => {
           yield* sql`DELETE FROM submissions WHERE id IN ('sub_1', 'sub_6')`
           expect(yield* counts).toEqual({ bot_1: 4, bot_2: 1, bot_3: 1 })
           expect(yield* version).toEqual([unwritten])
+        }).pipe(Effect.provide(Reactivity.layer))
+      ),
+    120_000
+  )
+
+  it.live(
+    "migration 13: a page counts the messages of submissions written without their count, before it and during a rolling deploy",
+    () =>
+      Effect.scoped(
+        Effect.gen(function* () {
+          const database = yield* freshDatabaseUrl()
+          const sql = yield* PgClient.make({ url: Redacted.make(database.url) })
+          const migrate = (these?: typeof migrations) =>
+            Effect.provideService(runMigrations(these), SqlClient.SqlClient, sql)
+          yield* migrate(migrations.filter((migration) => migration.id < 13))
+          yield* sql`INSERT INTO workspaces SELECT 'ws_1', 'W', 'pro', 'active', NULL, NULL, now(), now()`
+          yield* sql`INSERT INTO intake_bots (id, workspace_id, name, description, status, share_slug, schema,
+              schema_version, created_at, updated_at)
+            VALUES ('bot_1', 'ws_1', 'B', '', 'ACTIVE', 'slug1', '[]', 1, now(), now())`
+          // As the previous version writes a submission and its messages (no count kept).
+          const writtenBefore = (id: string, minutesAgo: number, messages: number) =>
+            Effect.zipRight(
+              sql`INSERT INTO submissions (id, workspace_id, intake_bot_id, data, status, ai_summary, is_test,
+                  file_count, schema_version, created_at, updated_at)
+                VALUES (${id}, 'ws_1', 'bot_1', '{}', 'COMPLETED', '', false, 0, 1,
+                  now() - ${minutesAgo} * interval '1 minute', now())`,
+              sql`INSERT INTO messages (id, submission_id, position, role, content, created_at)
+                SELECT ${id} || '_' || p, ${id}, p, 'user', 'x', now() FROM generate_series(1, ${messages}) p`
+            )
+          yield* writtenBefore("sub_1", 4, 3)
+          yield* writtenBefore("sub_2", 3, 0)
+          yield* migrate()
+          // A previous-version instance still serving during the deploy.
+          yield* writtenBefore("sub_3", 2, 2)
+          // As this version's create writes one: its count kept, whatever the messages table holds.
+          yield* sql`INSERT INTO submissions (id, workspace_id, intake_bot_id, data, status, ai_summary, is_test,
+              file_count, schema_version, created_at, updated_at, message_count)
+            VALUES ('sub_4', 'ws_1', 'bot_1', '{}', 'COMPLETED', '', false, 0, 1, now() - interval '1 minute', now(), 7)`
+          const page = yield* listSubmissionsQuery(
+            sql,
+            "ws_1",
+            "bot_1",
+            { limit: 10, after: null },
+            { createdAfter: null, createdBefore: null }
+          )
+          expect(page.map((row) => [row.id, row.message_count])).toEqual([
+            ["sub_4", 7],
+            ["sub_3", 2],
+            ["sub_2", 0],
+            ["sub_1", 3]
+          ])
         }).pipe(Effect.provide(Reactivity.layer))
       ),
     120_000

@@ -134,8 +134,14 @@ export const submissionRepositoryContract = (
         const bot = yield* givenBot
         const talkative = submissionRecord(bot, { createdAt: T0 + 1 })
         const silent = submissionRecord(bot, { createdAt: T0 })
+        const counted = submissionRecord(bot, { createdAt: T0 + 2 })
+        const countedSilent = submissionRecord(bot, { createdAt: T0 + 3 })
         yield* submissions.insert(talkative, messageRecords(talkative, ["a", "b"]))
         yield* submissions.insert(silent, [])
+        // Inserted within a quota too: the statements with a reservation keep the count alike.
+        const quota = { period: "2026-11", max: 10 }
+        yield* submissions.insertWithinQuota(counted, messageRecords(counted, ["a", "b", "c"]), quota)
+        yield* submissions.insertWithinQuota(countedSilent, [], quota)
         const page = yield* submissions.list(
           bot.workspaceId,
           bot.id,
@@ -147,6 +153,8 @@ export const submissionRepositoryContract = (
         )
         expect(page.hasMore).toBe(false)
         expect(page.items.map((item) => [item.id, item.messageCount])).toEqual([
+          [countedSilent.id, 0],
+          [counted.id, 3],
           [talkative.id, 2],
           [silent.id, 0]
         ])
