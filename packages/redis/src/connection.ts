@@ -89,6 +89,38 @@ const openConnection = (settings: RedisSettings, name: string, overrides: RedisO
     )
   })
 
+/** What of ioredis's socket writeTogether uses (ioredis keeps it as `stream`, not in its types). */
+interface CorkableStream {
+  cork(): void
+  uncork(): void
+}
+
+/**
+ * Makes the commands sent on `client` in one turn of the event loop leave in one write
+ * (docs/choices.md, Performance at the edge). Call the function it answers before each
+ * command: the first call of a turn corks the connection's socket, and the socket is
+ * uncorked once the turn's I/O callbacks have run (`setImmediate`), which writes what the
+ * turn queued in one system call. Under load a turn reads many requests, each with its
+ * rate-limit check: one write each cost a system call and a wake-up of Redis per request.
+ * A command waits at most for the rest of its turn (a pending immediate keeps the loop from
+ * blocking on I/O). A socket replaced by a reconnection is not corked: the old one is
+ * uncorked, the new one corked by the next command.
+ */
+export const writeTogether = (client: Redis): (() => void) => {
+  let corked = false
+  return () => {
+    if (corked) return
+    const stream = (client as unknown as { readonly stream?: CorkableStream }).stream
+    if (stream === undefined) return
+    corked = true
+    stream.cork()
+    setImmediate(() => {
+      corked = false
+      stream.uncork()
+    })
+  }
+}
+
 /** The shared connection. `settings.url` is required; the rest default to defaultRedisSettings. */
 export const RedisConnectionLive = (settings: Partial<RedisSettings> & Pick<RedisSettings, "url">) =>
   Layer.scoped(

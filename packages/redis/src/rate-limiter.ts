@@ -13,7 +13,7 @@ import { randomBytes } from "node:crypto"
 import { RateLimiter, retryAfterSeconds, StorageUnavailable } from "@intake/domain"
 import { Effect, Layer } from "effect"
 import type { Redis } from "ioredis"
-import { RedisConnection } from "./connection.js"
+import { RedisConnection, writeTogether } from "./connection.js"
 
 /**
  * KEYS[1] the bucket's sorted set; ARGV[1] limit, ARGV[2] window in ms, ARGV[3] a member
@@ -88,14 +88,18 @@ export const makeRedisRateLimiter = (client: Redis, keyPrefix: string): RateLimi
   // Members are this instance's id and a counter: unique across instances and within a millisecond.
   const instance = randomBytes(6).toString("base64url")
   let sequence = 0
+  // The checks of one turn of the event loop (the requests it read) go to Redis in one write.
+  const together = writeTogether(client)
 
   const run = (bucket: string, limit: number, windowMs: number, timeoutMs: number, record: "1" | "0") =>
     Effect.tryPromise({
-      try: () =>
-        withinMs(
+      try: () => {
+        together()
+        return withinMs(
           script[COMMAND](bucketKey(keyPrefix, bucket), limit, windowMs, `${instance}:${sequence++}`, record),
           timeoutMs
-        ),
+        )
+      },
       catch: (cause) =>
         new StorageUnavailable({ operation: record === "1" ? "RateLimiter.hit" : "RateLimiter.peek", cause })
     }).pipe(

@@ -78,6 +78,37 @@ withRedis("Redis rate limiter", () => {
     })
   )
 
+  it.scopedLive("the checks made in one turn of the event loop go to Redis in one write", () =>
+    Effect.gen(function* () {
+      const { limiter, client } = yield* instance()
+      const hit = limiter.hit("key:key_together", 100, 60_000, 3_000)
+      // The script loaded first: a NOSCRIPT answer would send it again, in a write of its own.
+      yield* hit
+      const stream = (
+        client as unknown as { readonly stream: Record<string, (...args: Array<unknown>) => unknown> }
+      ).stream
+      let writes = 0
+      for (const method of ["_write", "_writev"]) {
+        const original = stream[method]!
+        stream[method] = function (this: unknown, ...args: Array<unknown>) {
+          writes++
+          return original.apply(this, args)
+        }
+      }
+      // Twenty checks started in one synchronous run, as one turn's requests start theirs.
+      const decisions = yield* Effect.promise(() =>
+        Promise.all(Array.from({ length: 20 }, () => Effect.runPromise(hit)))
+      )
+      expect(writes).toBe(1)
+      expect(decisions.map((decision) => decision.remaining).sort((x, y) => x - y)).toEqual(
+        Array.from({ length: 20 }, (_, i) => 79 + i)
+      )
+      // A check of a later turn leaves in a write of its own, at the end of its turn.
+      expect((yield* hit).remaining).toBe(78)
+      expect(writes).toBe(2)
+    })
+  )
+
   it.scopedLive("a bucket's key is hash-tagged and bounded: what left the window goes, then the key", () =>
     Effect.gen(function* () {
       const keyPrefix = uniquePrefix()
