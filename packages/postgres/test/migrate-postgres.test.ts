@@ -32,6 +32,18 @@ const migrateProcess = (databaseUrl: string) =>
     child.on("close", (code) => resume(Effect.succeed({ code, output })))
   })
 
+/**
+ * A fresh database, its client, and a way to run migrations on it (those given, or all the
+ * rest): for a test that writes rows as an earlier version did, then migrates.
+ */
+const freshMigratedBy = Effect.gen(function* () {
+  const database = yield* freshDatabaseUrl()
+  const sql = yield* PgClient.make({ url: Redacted.make(database.url) })
+  const migrate = (these?: typeof migrations) =>
+    Effect.provideService(runMigrations(these), SqlClient.SqlClient, sql)
+  return { sql, migrate }
+})
+
 describePostgres("on PostgreSQL", () => {
   it.live(
     "two processes migrating one database at once both succeed; each migration is applied once",
@@ -60,11 +72,8 @@ describePostgres("on PostgreSQL", () => {
     () =>
       Effect.scoped(
         Effect.gen(function* () {
-          const database = yield* freshDatabaseUrl()
-          const sql = yield* PgClient.make({ url: Redacted.make(database.url) })
+          const { sql, migrate } = yield* freshMigratedBy
           const before = migrations.filter((migration) => migration.id < 8)
-          const migrate = (these?: typeof migrations) =>
-            Effect.provideService(runMigrations(these), SqlClient.SqlClient, sql)
           yield* migrate(before)
           yield* sql`INSERT INTO workspaces SELECT 'ws_1', 'W', 'pro', 'active', NULL, NULL, now(), now()`
           yield* sql`INSERT INTO intake_bots (id, workspace_id, name, description, status, share_slug, schema,
@@ -104,10 +113,7 @@ describePostgres("on PostgreSQL", () => {
     () =>
       Effect.scoped(
         Effect.gen(function* () {
-          const database = yield* freshDatabaseUrl()
-          const sql = yield* PgClient.make({ url: Redacted.make(database.url) })
-          const migrate = (these?: typeof migrations) =>
-            Effect.provideService(runMigrations(these), SqlClient.SqlClient, sql)
+          const { sql, migrate } = yield* freshMigratedBy
           yield* migrate(migrations.filter((migration) => migration.id < 13))
           yield* sql`INSERT INTO workspaces SELECT 'ws_1', 'W', 'pro', 'active', NULL, NULL, now(), now()`
           yield* sql`INSERT INTO intake_bots (id, workspace_id, name, description, status, share_slug, schema,
