@@ -75,6 +75,9 @@ export const putIsoTimestamp = (parts: Array<string>, at: number, input: number)
   parts[at + 4] = millisPieces[fraction]!
 }
 
+// isoTimestamp's pieces, one array reused by every call (each reads them back at once).
+const timestampPieces: Array<string> = ["", "", "", "", ""]
+
 /**
  * Epoch milliseconds as ISO 8601 UTC with exactly three fraction digits, exactly as
  * `new Date(millis).toISOString()` renders them (and throws for what it refuses). A list of
@@ -82,11 +85,15 @@ export const putIsoTimestamp = (parts: Array<string>, at: number, input: number)
  * the time of day is put together from tables, which costs a tenth of building a Date.
  */
 export const isoTimestamp = (input: number): string => {
-  const pieces = timestampPieces
-  putIsoTimestamp(pieces, 0, input)
-  return pieces[0]! + pieces[1]! + pieces[2]! + pieces[3]! + pieces[4]!
+  putIsoTimestamp(timestampPieces, 0, input)
+  return (
+    timestampPieces[0]! +
+    timestampPieces[1]! +
+    timestampPieces[2]! +
+    timestampPieces[3]! +
+    timestampPieces[4]!
+  )
 }
-const timestampPieces: Array<string> = ["", "", "", "", ""]
 
 export const isoOrNull = (millis: number | null): string | null =>
   millis === null ? null : isoTimestamp(millis)

@@ -66,6 +66,28 @@ const givenWebhook = Effect.gen(function* () {
   return { workspaceId: workspace.id, webhookId: webhook.id }
 })
 
+/** What a test gets from `answeringAtOnce`. */
+interface Given {
+  readonly receiver: Effect.Effect.Success<typeof heldReceiver>
+  readonly idempotency: Idempotency["Type"]
+  readonly deliveries: Deliveries["Type"]
+  readonly workspaceId: string
+  readonly webhookId: string
+}
+
+/** `body` over a receiver that answers at once, the services of the scene, and a webhook to send to. */
+const answeringAtOnce = <A, E>(body: (given: Given) => Effect.Effect<A, E>) =>
+  Effect.gen(function* () {
+    const receiver = yield* heldReceiver
+    yield* Deferred.succeed(receiver.release, undefined)
+    return yield* Effect.gen(function* () {
+      const idempotency = yield* Idempotency
+      const deliveries = yield* Deliveries
+      const { workspaceId, webhookId } = yield* givenWebhook
+      return yield* body({ receiver, idempotency, deliveries, workspaceId, webhookId })
+    }).pipe(Effect.provide(scene(receiver.layer)))
+  })
+
 describe("Idempotency.runOutsideTransaction", () => {
   it.live(
     "sends outside any unit of work: other writes go on, a duplicate is in flight, then it replays",
@@ -102,13 +124,8 @@ describe("Idempotency.runOutsideTransaction", () => {
   it.effect(
     "an operation that outlives its reservation is still answered; the record stored meanwhile stays and replays",
     () =>
-      Effect.gen(function* () {
-        const receiver = yield* heldReceiver
-        yield* Deferred.succeed(receiver.release, undefined)
-        yield* Effect.gen(function* () {
-          const idempotency = yield* Idempotency
-          const deliveries = yield* Deliveries
-          const { workspaceId, webhookId } = yield* givenWebhook
+      answeringAtOnce(({ receiver, idempotency, deliveries, workspaceId, webhookId }) =>
+        Effect.gen(function* () {
           const request = { apiKeyId: "key_1", key: uniqueId("req"), fingerprint: "fp" }
           const started = yield* Deferred.make<void>()
           const gate = yield* Deferred.make<void>()
@@ -143,20 +160,15 @@ describe("Idempotency.runOutsideTransaction", () => {
             response: { status: 200, body: { delivery: (retry as { value: Delivery }).value } }
           })
           expect(receiver.calls()).toBe(2)
-        }).pipe(Effect.provide(scene(receiver.layer)))
-      })
+        })
+      )
   )
 
   it.effect(
     "a failure worth storing replays; one that stores nothing, or an interruption, frees the key",
     () =>
-      Effect.gen(function* () {
-        const receiver = yield* heldReceiver
-        yield* Deferred.succeed(receiver.release, undefined)
-        yield* Effect.gen(function* () {
-          const idempotency = yield* Idempotency
-          const deliveries = yield* Deliveries
-          const { workspaceId, webhookId } = yield* givenWebhook
+      answeringAtOnce(({ receiver, idempotency, deliveries, workspaceId, webhookId }) =>
+        Effect.gen(function* () {
           const run = (key: string, operation: Effect.Effect<Delivery, unknown>) =>
             idempotency.runOutsideTransaction(
               { apiKeyId: "key_1", key, fingerprint: "fp" },
@@ -184,7 +196,7 @@ describe("Idempotency.runOutsideTransaction", () => {
           yield* Fiber.interrupt(stuck)
           expect((yield* run("interrupted", deliveries.test(workspaceId, webhookId)))._tag).toBe("Fresh")
           expect(receiver.calls()).toBe(2)
-        }).pipe(Effect.provide(scene(receiver.layer)))
-      })
+        })
+      )
   )
 })
