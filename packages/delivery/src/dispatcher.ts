@@ -1,7 +1,9 @@
 /**
  * The dispatcher: claims due delivery attempts and makes them, at most `concurrency` at
- * a time. It sleeps until the earliest pending attempt is due (at most `pollIntervalMs`),
- * and wakes at once on a DeliveryWakeups signal (an event was queued) or when a slot
+ * a time. A claim reads what its attempts need in one go (Deliveries.prepare); each
+ * attempt is sent in a fiber of its own, and the finished ones are written down together
+ * (batch-writer.ts, Deliveries.record): a few statements per batch, not per attempt.
+ * It sleeps until the earliest pending attempt is due (at most `pollIntervalMs`), and wakes at once on a DeliveryWakeups signal (an event was queued) or when a slot
  * frees. Any number of dispatchers may share one store: claims are leased.
  *
  * Stopping (interruption, e.g. SIGTERM through NodeRuntime.runMain): a claimed attempt
@@ -9,9 +11,13 @@
  * dispatcher finishes what it claimed and claims nothing more. The loop itself is
  * claim-loop.ts, shared with the summary runner.
  */
-import { Deliveries, type Delivery, DeliveryWakeups } from "@intake/domain"
+import { type AttemptMade, Deliveries, DeliveryWakeups, type PreparedAttempt } from "@intake/domain"
 import { Effect } from "effect"
+import { batchWriter } from "./batch-writer.js"
 import { claimLoop } from "./claim-loop.js"
+
+/** The most finished attempts one unit of work writes. */
+const RECORD_BATCH = 256
 
 export interface DispatcherOptions {
   /** Attempts in flight at once. */
@@ -26,12 +32,42 @@ export const runDispatcher = (options: DispatcherOptions) =>
   Effect.gen(function* () {
     const deliveries = yield* Deliveries
     const wakeups = yield* DeliveryWakeups
+    // Opened before the claim loop, so closed after it: the attempts still running are written.
+    const recorder = yield* batchWriter({
+      write: (made: ReadonlyArray<AttemptMade>) => deliveries.record(made, options.claimToken),
+      maxBatch: RECORD_BATCH
+    })
 
-    const dispatchOne = (delivery: Delivery) =>
-      deliveries.dispatch(delivery, options.claimToken).pipe(
+    /** Claims, then reads what sending each needs in one go; when that read fails the claims are given back. */
+    const claim = (free: number) =>
+      Effect.flatMap(deliveries.claim(free, options.claimToken), ({ deliveries: claimed, more }) =>
+        claimed.length === 0
+          ? Effect.succeed({ items: [], more })
+          : deliveries.prepare(claimed).pipe(
+              Effect.map((items) => ({ items, more })),
+              Effect.tapErrorCause((cause) =>
+                Effect.zipRight(
+                  Effect.logWarning(
+                    `could not read what ${claimed.length} claimed attempts need; their claims are given back`,
+                    cause
+                  ),
+                  Effect.ignore(
+                    deliveries.release(
+                      claimed.map((delivery) => delivery.id),
+                      options.claimToken
+                    )
+                  )
+                )
+              )
+            )
+      )
+
+    const dispatchOne = (prepared: PreparedAttempt) =>
+      deliveries.attempt(prepared).pipe(
+        Effect.flatMap(recorder.submit),
         Effect.tapErrorCause((cause) =>
           Effect.logWarning(
-            `delivery ${delivery.id}: attempt not recorded; its claim was given back if the store allowed, else its lease returns it`,
+            `delivery ${prepared.delivery.id}: attempt not recorded; its claim was given back if the store allowed, else its lease returns it`,
             cause
           )
         ),
@@ -41,7 +77,7 @@ export const runDispatcher = (options: DispatcherOptions) =>
     return yield* claimLoop({
       claims: "due deliveries",
       slots: () => options.concurrency,
-      claim: (free) => deliveries.claimDue(free, options.claimToken),
+      claim,
       run: dispatchOne,
       nextDueAt: deliveries.nextDueAt,
       wakeup: wakeups.next,

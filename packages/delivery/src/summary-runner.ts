@@ -57,7 +57,9 @@ export const runSummaryJobs = (options: SummaryRunnerOptions) =>
       claims: "summary jobs",
       // One at a time while the model fails: a model that is down is probed, not flooded.
       slots: () => (modelFailing ? 1 : options.concurrency),
-      claim: (free) => jobs.claimDue(free, options.claimToken),
+      // Whatever it claimed, a freed slot is worth another look (jobs are few and long).
+      claim: (free) =>
+        Effect.map(jobs.claimDue(free, options.claimToken), (items) => ({ items, more: items.length > 0 })),
       run: runOne,
       nextDueAt: jobs.nextDueAt,
       wakeup: wakeups.next,

@@ -116,18 +116,18 @@ describe("the dispatcher", () => {
 })
 
 describe("the dispatcher during a database blip", () => {
-  /** The delivery repository with `complete` failing its first `failures` calls, counting them. */
+  /** The delivery repository with `completeMany` (the recording write) failing its first `failures` calls, counting them. */
   const failingCompletes = (failures: number) => {
     const state = { calls: 0 }
     const layer = Layer.effect(
       DeliveryRepository,
       Effect.map(DeliveryRepository, (inner) => ({
         ...inner,
-        complete: (...args: Parameters<typeof inner.complete>) =>
+        completeMany: (...args: Parameters<typeof inner.completeMany>) =>
           Effect.suspend(() =>
             ++state.calls <= failures
-              ? Effect.fail(new StorageUnavailable({ operation: "deliveries.complete" }))
-              : inner.complete(...args)
+              ? Effect.fail(new StorageUnavailable({ operation: "deliveries.completeMany" }))
+              : inner.completeMany(...args)
           )
       }))
     )
@@ -205,10 +205,10 @@ describe("the dispatcher's logs", () => {
       Deliveries,
       Effect.map(Deliveries, (deliveries) => ({
         ...deliveries,
-        claimDue: (limit: number, claimToken: string) =>
+        claim: (limit: number, claimToken: string) =>
           failures-- > 0
             ? Effect.fail(new StorageUnavailable({ operation: "claim due deliveries" }))
-            : deliveries.claimDue(limit, claimToken)
+            : deliveries.claim(limit, claimToken)
       }))
     )
     return Effect.gen(function* () {

@@ -544,6 +544,34 @@ export interface OutcomeRecorded {
   readonly previousStatus: WebhookEndpoint["status"]
 }
 
+/**
+ * What sending one claimed attempt needs, read for a whole claim at once
+ * (DeliveryRepository.dispatchSources): its endpoint and the endpoint's workspace, its
+ * event, and the event's sources (the submission with its messages and its bot for
+ * submission.completed, the contact for contact.created). null where a row is gone or the
+ * event's type has no such source.
+ */
+export interface DispatchSources {
+  readonly endpoint: WebhookEndpoint | null
+  readonly workspace: Workspace | null
+  readonly event: DomainEvent | null
+  readonly submission: SubmissionDetail | null
+  readonly bot: IntakeBot | null
+  readonly contact: Contact | null
+}
+
+/** What one claim leased, and whether it left due attempts waiting (DeliveryIsolation.ClaimPlan.more). */
+export interface ClaimedAttempts {
+  readonly deliveries: ReadonlyArray<Delivery>
+  readonly more: boolean
+}
+
+/** One finished attempt to write, and the attempt that follows it (a retry), if any. */
+export interface FinishedAttempt {
+  readonly finished: Delivery
+  readonly next: { readonly delivery: Delivery; readonly dueAt: EpochMillis } | null
+}
+
 /** What one retention purge deleted. */
 export interface PurgedHistory {
   readonly deliveries: number
@@ -581,6 +609,14 @@ export class DeliveryRepository extends Context.Tag("@intake/DeliveryRepository"
       claimToken: string,
       isolation?: IsolationPolicy
     ) => Stored<ReadonlyArray<Delivery>>
+    /** As `claimDue`, telling also whether due attempts were left waiting (ClaimPlan.more). */
+    readonly claim: (
+      now: EpochMillis,
+      limit: number,
+      leaseMs: number,
+      claimToken: string,
+      isolation?: IsolationPolicy
+    ) => Stored<ClaimedAttempts>
     /**
      * Replaces a claimed pending attempt by its finished record and, when given, queues
      * the next attempt. Does nothing and answers false when the claim is no longer
@@ -591,8 +627,33 @@ export class DeliveryRepository extends Context.Tag("@intake/DeliveryRepository"
       claimToken: string,
       next: { readonly delivery: Delivery; readonly dueAt: EpochMillis } | null
     ) => Stored<boolean>
+    /**
+     * Replaces claimed pending attempts by their finished records and queues the attempts
+     * that follow them, in one write. When any of them is no longer `claimToken`'s (its
+     * lease ended and another dispatcher took it), answers their ids: the caller then rolls
+     * its unit of work back and writes the others again without them.
+     */
+    readonly completeMany: (
+      attempts: ReadonlyArray<FinishedAttempt>,
+      claimToken: string
+    ) => Stored<ReadonlyArray<string>>
     /** Gives claimed attempts back, due at once (a dispatcher stopping). */
     readonly release: (ids: ReadonlyArray<string>, claimToken: string) => Stored<void>
+    /** What sending each of `deliveries` needs, by delivery id, read at once (one statement on PostgreSQL). */
+    readonly dispatchSources: (
+      deliveries: ReadonlyArray<Delivery>
+    ) => Stored<ReadonlyMap<string, DispatchSources>>
+    /**
+     * The endpoints among `ids` that exist, their rows locked until the unit of work ends,
+     * in the order of their ids (so concurrent batches lock alike and never deadlock):
+     * the outcomes of a batch of attempts are applied to them, then `saveHealth` writes them.
+     */
+    readonly lockEndpoints: (ids: ReadonlyArray<string>) => Stored<ReadonlyArray<WebhookEndpoint>>
+    /**
+     * Writes the delivery state of endpoints (status, last delivery, failure streak, circuit),
+     * as EndpointHealth.afterAttempt computed it over rows `lockEndpoints` locked.
+     */
+    readonly saveHealth: (endpoints: ReadonlyArray<WebhookEndpoint>) => Stored<void>
     /** Stores a finished attempt that never queued (test and redeliver). */
     readonly insertFinished: (delivery: Delivery) => Stored<void>
     /**

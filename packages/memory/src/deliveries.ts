@@ -5,6 +5,7 @@ import {
   DeliveryIsolation,
   DeliveryRepository,
   DeliveryWakeups,
+  type DispatchSources,
   EndpointHealth,
   EventPayloads,
   noDeliveryFilter,
@@ -88,8 +89,27 @@ const matches = (t: Tables, delivery: Delivery, filter: DeliveryFilter): boolean
 
 export const MemoryDeliveryRepository = Layer.effect(
   DeliveryRepository,
-  Effect.map(MemoryDatabase, (db) =>
-    DeliveryRepository.of({
+  Effect.map(MemoryDatabase, (db) => {
+    const claim = (
+      now: number,
+      limit: number,
+      leaseMs: number,
+      claimToken: string,
+      isolation = DeliveryIsolation.DEFAULT_ISOLATION
+    ) =>
+      db.run((t, write) => {
+        const { backlogs, waiting } = backlogsAt(t, now)
+        const plan = DeliveryIsolation.planClaim(backlogs, waiting, now, limit, isolation)
+        for (const { webhookId, at } of plan.nextSendAt) write.set(t.nextSendAt, webhookId, at)
+        for (const delivery of plan.attempts)
+          write.set(t.deliveryQueue, delivery.id, {
+            ...t.deliveryQueue.get(delivery.id)!,
+            leaseUntil: now + leaseMs,
+            claimToken
+          })
+        return { deliveries: plan.attempts, more: plan.more }
+      })
+    return DeliveryRepository.of({
       activeEndpoints: (workspaceId) => db.run((t) => activeEndpointsIn(t, workspaceId)),
       endpoint: (webhookId) => db.run((t) => Option.fromNullable(t.webhooks.get(webhookId))),
       enqueue: (deliveries, dueAt) => db.run((t, write) => enqueueIn(t, write, deliveries, dueAt)),
@@ -101,19 +121,9 @@ export const MemoryDeliveryRepository = Layer.effect(
               write.set(t.deliveryQueue, id, { ...queued, dueAt })
           }
         }),
-      claimDue: (now, limit, leaseMs, claimToken, isolation = DeliveryIsolation.DEFAULT_ISOLATION) =>
-        db.run((t, write) => {
-          const { backlogs, waiting } = backlogsAt(t, now)
-          const plan = DeliveryIsolation.planClaim(backlogs, waiting, now, limit, isolation)
-          for (const { webhookId, at } of plan.nextSendAt) write.set(t.nextSendAt, webhookId, at)
-          for (const delivery of plan.attempts)
-            write.set(t.deliveryQueue, delivery.id, {
-              ...t.deliveryQueue.get(delivery.id)!,
-              leaseUntil: now + leaseMs,
-              claimToken
-            })
-          return plan.attempts
-        }),
+      claimDue: (now, limit, leaseMs, claimToken, isolation) =>
+        Effect.map(claim(now, limit, leaseMs, claimToken, isolation), (claimed) => claimed.deliveries),
+      claim,
       complete: (finished, claimToken, next) =>
         db.run((t, write) => {
           if (t.deliveryQueue.get(finished.id)?.claimToken !== claimToken) return false
@@ -128,6 +138,61 @@ export const MemoryDeliveryRepository = Layer.effect(
             })
           }
           return true
+        }),
+      completeMany: (attempts, claimToken) =>
+        db.run((t, write) => {
+          const lost = attempts
+            .filter(({ finished }) => t.deliveryQueue.get(finished.id)?.claimToken !== claimToken)
+            .map(({ finished }) => finished.id)
+          if (lost.length > 0) return lost
+          for (const { finished, next } of attempts) {
+            write.remove(t.deliveryQueue, finished.id)
+            write.set(t.deliveries, finished.id, finished)
+            if (next !== null) {
+              write.set(t.deliveries, next.delivery.id, next.delivery)
+              write.set(t.deliveryQueue, next.delivery.id, {
+                dueAt: next.dueAt,
+                leaseUntil: null,
+                claimToken: null
+              })
+            }
+          }
+          return []
+        }),
+      dispatchSources: (deliveries) =>
+        db.run((t) => {
+          const sources = new Map<string, DispatchSources>()
+          for (const delivery of deliveries) {
+            const endpoint = t.webhooks.get(delivery.webhookId) ?? null
+            const event = t.events.get(delivery.eventId) ?? null
+            const submission =
+              event?.type === "submission.completed" ? t.submissions.get(event.submissionId) : undefined
+            const contact =
+              event?.type === "contact.created" && event.contactId !== null
+                ? t.contacts.get(event.contactId)
+                : undefined
+            sources.set(delivery.id, {
+              endpoint,
+              workspace: endpoint === null ? null : (t.workspaces.get(endpoint.workspaceId) ?? null),
+              event,
+              submission:
+                submission === undefined ||
+                submission.workspaceId !== event?.workspaceId ||
+                submission.intakeBotId !== event.intakeBotId
+                  ? null
+                  : { ...submission, messages: t.messages.get(submission.id) ?? [] },
+              bot: event?.type === "submission.completed" ? (t.bots.get(event.intakeBotId) ?? null) : null,
+              contact: contact === undefined || contact.workspaceId !== event?.workspaceId ? null : contact
+            })
+          }
+          return sources
+        }),
+      // One lock serializes memory transactions: reading is locking.
+      lockEndpoints: (ids) => db.run((t) => [...ids].sort().flatMap((id) => t.webhooks.get(id) ?? [])),
+      saveHealth: (endpoints) =>
+        db.run((t, write) => {
+          for (const endpoint of endpoints)
+            if (t.webhooks.has(endpoint.id)) write.set(t.webhooks, endpoint.id, endpoint)
         }),
       release: (ids, claimToken) =>
         db.run((t, write) => {
@@ -240,7 +305,7 @@ export const MemoryDeliveryRepository = Layer.effect(
           return { deliveries, events }
         })
     })
-  )
+  })
 )
 
 /** One signal slot: notifications coalesce until the waiting side takes them. */

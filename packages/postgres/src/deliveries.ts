@@ -2,12 +2,12 @@
  * The delivery queue and log on Postgres, and the dispatcher wake-up over LISTEN/NOTIFY.
  *
  * The queue is the `deliveries` rows with a `due_at`. A claim follows the isolation
- * policies (policies/delivery-isolation.ts, docs/webhooks.md): it reads each queued
- * endpoint's backlog, picks the endpoints it may take from in the fair order, and takes
- * a transaction-scoped advisory lock per endpoint (`pg_try_…`: a claim never waits on
- * another, it skips the endpoints another claim holds). Under those locks it reads the
- * backlogs again, in a statement whose snapshot follows the locks, so every earlier claim
- * of those endpoints is counted in flight, and leases what the policies allow. Completing
+ * policies (policies/delivery-isolation.ts, docs/webhooks.md): it walks the endpoints
+ * with pending attempts and takes a transaction-scoped advisory lock on each (`pg_try_…`:
+ * a claim never waits on another, it skips the endpoints another claim holds), in one
+ * statement. Under those locks it reads their backlogs, in a statement whose snapshot
+ * follows the locks, so every earlier claim of those endpoints is counted in flight, and
+ * leases what the policies allow, in the fair order. Completing
  * is conditional on the claim token, so a dispatcher whose lease ran out cannot overwrite
  * the work of the one that took the attempt over.
  */
@@ -19,7 +19,6 @@ import {
   DeliveryIsolation,
   DeliveryRepository,
   DeliveryWakeups,
-  type DomainEvent,
   EndpointHealth,
   type ListPosition,
   noDeliveryFilter,
@@ -29,9 +28,11 @@ import {
   type WebhookEndpoint
 } from "@intake/domain"
 import { Effect, Layer, Option, Queue, Schedule, Stream } from "effect"
+import { dispatchSourcesFromRows, dispatchSourcesQuery } from "./dispatch-sources.js"
 import { afterPosition, pageFrom } from "./paging.js"
+import { eventFromRow } from "./rows.js"
 import {
-  fromJson,
+  jsonText,
   purgedInBatches,
   type Row,
   stored,
@@ -57,21 +58,6 @@ const deliveryFromRow = (row: Row): Delivery => ({
   durationMs: row.duration_ms === null ? null : toNumber(row.duration_ms),
   nextRetryAt: toMillisOrNull(row.next_retry_at),
   sentAt: toMillisOrNull(row.sent_at),
-  createdAt: toMillis(row.created_at)
-})
-
-/** An outbox event. */
-export const eventFromRow = (row: Row): DomainEvent => ({
-  id: row.id as string,
-  workspaceId: row.workspace_id as string,
-  type: row.type as DomainEvent["type"],
-  intakeBotId: row.intake_bot_id as string,
-  submissionId: row.submission_id as string,
-  contactId: row.contact_id as string | null,
-  ...(row.webhook_id === null || row.webhook_id === undefined ? {} : { webhookId: row.webhook_id as string }),
-  ...(row.disabled_reason === null || row.disabled_reason === undefined
-    ? {}
-    : { disabledReason: row.disabled_reason as NonNullable<DomainEvent["disabledReason"]> }),
   createdAt: toMillis(row.created_at)
 })
 
@@ -166,12 +152,75 @@ export const deliveryRow = (d: Delivery, dueAt: number | null) => ({
   claim_token: null
 })
 
+/** One of an endpoint's waiting attempts, by its place in the endpoint's queue (0 is its head). */
+interface QueuePlace {
+  readonly webhookId: string
+  readonly place: number
+}
+
+/** Queue order of an endpoint's rows: due time, then id. */
+const byQueueOrder = (a: Row, b: Row) =>
+  toMillis(a.due_at) - toMillis(b.due_at) || ((a.id as string) < (b.id as string) ? -1 : 1)
+
 /** Ids as one text parameter, split in SQL: the same on pg and PGlite (ids never hold a comma). */
 const idList = (ids: ReadonlyArray<string>) => ids.join(",")
+
+const isoOrNull = (millis: number | null) => (millis === null ? null : new Date(millis).toISOString())
+
+/** A finished attempt's fields, as completeMany's json rows carry them. */
+const finishedRow = (d: Delivery) => ({
+  id: d.id,
+  status: d.status,
+  response_status: d.responseStatus,
+  response_body: d.responseBody,
+  error: d.error,
+  duration_ms: d.durationMs,
+  next_retry_at: isoOrNull(d.nextRetryAt),
+  sent_at: isoOrNull(d.sentAt)
+})
+
+/** A queued retry's fields, as completeMany's json rows carry them. */
+const retryRow = (d: Delivery, dueAt: number) => ({
+  id: d.id,
+  webhook_id: d.webhookId,
+  event_id: d.eventId,
+  event_type: d.eventType,
+  attempt: d.attempt,
+  trigger: d.trigger,
+  created_at: new Date(d.createdAt).toISOString(),
+  due_at: new Date(dueAt).toISOString()
+})
+
+/** An endpoint's delivery state, as saveHealth's json rows carry it. */
+const healthRow = (e: WebhookEndpoint) => ({
+  id: e.id,
+  status: e.status,
+  last_delivery_at: isoOrNull(e.lastDeliveryAt),
+  last_delivery_ok: e.lastDeliveryOk,
+  consecutive_fails: e.consecutiveFails,
+  failing_since: isoOrNull(e.failingSince),
+  circuit_open_until: isoOrNull(e.circuitOpenUntil),
+  updated_at: new Date(e.updatedAt).toISOString()
+})
 
 export const PgDeliveryRepository = Layer.effect(
   DeliveryRepository,
   Effect.map(SqlClient.SqlClient, (sql) => {
+    /**
+     * The endpoints with pending attempts: a walk over the distinct webhook ids of the queue
+     * index, one probe each.
+     */
+    const queuedEndpoints = sql`WITH RECURSIVE walk(webhook_id) AS (
+                (SELECT webhook_id FROM deliveries WHERE due_at IS NOT NULL ORDER BY webhook_id, due_at LIMIT 1)
+                UNION ALL
+                -- Ordered as deliveries_queued is, so that index serves each probe: the finished
+                -- rows of an endpoint (due_at NULL) are not in it, and are never walked over.
+                SELECT (SELECT d.webhook_id FROM deliveries d
+                  WHERE d.due_at IS NOT NULL AND d.webhook_id > walk.webhook_id
+                  ORDER BY d.webhook_id, d.due_at LIMIT 1)
+                FROM walk WHERE walk.webhook_id IS NOT NULL)
+              SELECT webhook_id FROM walk WHERE webhook_id IS NOT NULL`
+
     /**
      * The backlogs at `now` of the endpoints with pending attempts (all of them, or those
      * of `only`): a walk over the distinct webhook ids of the queue index, one probe each.
@@ -181,19 +230,15 @@ export const PgDeliveryRepository = Layer.effect(
       const at = toDate(now)
       const queued =
         only === null
-          ? sql`WITH RECURSIVE walk(webhook_id) AS (
-                (SELECT webhook_id FROM deliveries WHERE due_at IS NOT NULL ORDER BY webhook_id LIMIT 1)
-                UNION ALL
-                SELECT (SELECT d.webhook_id FROM deliveries d
-                  WHERE d.due_at IS NOT NULL AND d.webhook_id > walk.webhook_id ORDER BY d.webhook_id LIMIT 1)
-                FROM walk WHERE walk.webhook_id IS NOT NULL)
-              SELECT webhook_id FROM walk WHERE webhook_id IS NOT NULL`
+          ? queuedEndpoints
           : sql`SELECT unnest(string_to_array(${idList(only)}, ',')) AS webhook_id`
+      // How many of its attempts are due and waiting, up to `waitingMax`: a claim plans with
+      // the counts and reads the rows it takes only as it leases them.
       const waiting =
         waitingMax === 0
-          ? sql`'[]'::json`
-          : sql`(SELECT coalesce(json_agg(w ORDER BY w.due_at, w.id), '[]'::json) FROM (
-              SELECT * FROM deliveries d
+          ? sql`0`
+          : sql`(SELECT count(*) FROM (
+              SELECT 1 FROM deliveries d
               WHERE d.webhook_id = q.webhook_id AND d.due_at <= ${at}
                 AND (d.lease_until IS NULL OR d.lease_until <= ${at})
               ORDER BY d.due_at, d.id LIMIT ${waitingMax}) w)`
@@ -201,9 +246,11 @@ export const PgDeliveryRepository = Layer.effect(
         sql<Row>`SELECT q.webhook_id, e.workspace_id, e.consecutive_fails, e.circuit_open_until, e.rate_limit,
             p.next_send_at,
             (SELECT count(*) FROM deliveries d
-              WHERE d.webhook_id = q.webhook_id AND d.due_at IS NOT NULL AND d.lease_until > ${at}) AS in_flight,
+              WHERE d.webhook_id = q.webhook_id AND d.due_at IS NOT NULL AND d.lease_until IS NOT NULL
+                AND d.lease_until > ${at}) AS in_flight,
             (SELECT min(d.lease_until) FROM deliveries d
-              WHERE d.webhook_id = q.webhook_id AND d.due_at IS NOT NULL AND d.lease_until > ${at}) AS first_lease_end,
+              WHERE d.webhook_id = q.webhook_id AND d.due_at IS NOT NULL AND d.lease_until IS NOT NULL
+                AND d.lease_until > ${at}) AS first_lease_end,
             (SELECT d.due_at FROM deliveries d
               WHERE d.webhook_id = q.webhook_id AND d.due_at IS NOT NULL
                 AND (d.lease_until IS NULL OR d.lease_until <= ${at})
@@ -213,10 +260,10 @@ export const PgDeliveryRepository = Layer.effect(
           LEFT JOIN webhook_endpoints e ON e.id = q.webhook_id
           LEFT JOIN webhook_pacing p ON p.webhook_id = q.webhook_id`,
         (rows) => {
-          const waitingBy = new Map<string, ReadonlyArray<Delivery>>()
+          const waitingBy = new Map<string, number>()
           const list = rows.map((row): DeliveryIsolation.EndpointBacklog => {
             const webhookId = row.webhook_id as string
-            waitingBy.set(webhookId, fromJson<ReadonlyArray<Row>>(row.waiting).map(deliveryFromRow))
+            waitingBy.set(webhookId, toNumber(row.waiting))
             return {
               webhookId,
               workspaceId: (row.workspace_id as string | null) ?? null,
@@ -229,10 +276,76 @@ export const PgDeliveryRepository = Layer.effect(
               firstLeaseEnd: toMillisOrNull(row.first_lease_end)
             }
           })
-          return { list, waiting: (webhookId: string) => waitingBy.get(webhookId) ?? [] }
+          /** The endpoint's waiting attempts as places in its queue, for planClaim. */
+          const waiting = (webhookId: string): ReadonlyArray<QueuePlace> =>
+            Array.from({ length: waitingBy.get(webhookId) ?? 0 }, (_, place) => ({ webhookId, place }))
+          return { list, waiting }
         }
       )
     }
+
+    const claim = (
+      now: number,
+      limit: number,
+      leaseMs: number,
+      claimToken: string,
+      isolation = DeliveryIsolation.DEFAULT_ISOLATION
+    ) =>
+      stored("deliveries.claim")(
+        sql.withTransaction(
+          Effect.gen(function* () {
+            // Every endpoint with pending attempts that no other claim holds, locked in
+            // one statement; the policies then pick from their backlogs.
+            const locked = (yield* sql<Row>`SELECT q.webhook_id FROM (${queuedEndpoints}) q
+                    WHERE pg_try_advisory_xact_lock(hashtextextended('intake:claim:' || q.webhook_id, 0))`).map(
+              (row) => row.webhook_id as string
+            )
+            if (locked.length === 0) return { deliveries: [], more: false }
+            // A new statement, a new snapshot: every claim that held these locks before is seen.
+            // One more than an endpoint may take, to tell whether it leaves any waiting.
+            const fresh = yield* backlogs(now, locked, Math.max(1, isolation.maxInFlight) + 1)
+            const plan = DeliveryIsolation.planClaim(fresh.list, fresh.waiting, now, limit, isolation)
+            if (plan.attempts.length === 0) return { deliveries: [], more: plan.more }
+            // The rows the plan takes, read as they are leased: each endpoint's first
+            // `count` waiting attempts (under its lock, the ones the counts saw).
+            const counts = new Map<string, number>()
+            for (const { webhookId } of plan.attempts) counts.set(webhookId, (counts.get(webhookId) ?? 0) + 1)
+            const lease = sql`UPDATE deliveries
+                  SET lease_until = ${toDate(now + leaseMs)}, claim_token = ${claimToken}
+                  WHERE id IN (SELECT p.id FROM unnest(
+                      string_to_array(${idList([...counts.keys()])}, ','),
+                      string_to_array(${[...counts.values()].join(",")}, ',')::int[]
+                    ) AS t(webhook_id, count)
+                    CROSS JOIN LATERAL (SELECT d.id FROM deliveries d
+                      WHERE d.webhook_id = t.webhook_id AND d.due_at <= ${toDate(now)}
+                        AND (d.lease_until IS NULL OR d.lease_until <= ${toDate(now)})
+                      ORDER BY d.due_at, d.id LIMIT t.count) p)
+                  RETURNING *`
+            // The rate limits' next sends in the same statement: one round trip.
+            const leased =
+              plan.nextSendAt.length === 0
+                ? yield* sql<Row>`${lease}`
+                : yield* sql<Row>`WITH leased AS (${lease}), paced AS (
+                        INSERT INTO webhook_pacing (webhook_id, next_send_at)
+                        VALUES ${sql.csv(plan.nextSendAt.map(({ webhookId, at }) => sql`(${webhookId}, ${toDate(at)})`))}
+                        ON CONFLICT (webhook_id) DO UPDATE SET next_send_at = EXCLUDED.next_send_at)
+                      SELECT * FROM leased`
+            // In the fair order the plan made: a place is its endpoint's n-th attempt in queue order.
+            const byEndpoint = new Map<string, Array<Row>>()
+            for (const row of leased) {
+              const queue = byEndpoint.get(row.webhook_id as string)
+              if (queue === undefined) byEndpoint.set(row.webhook_id as string, [row])
+              else queue.push(row)
+            }
+            for (const queue of byEndpoint.values()) queue.sort(byQueueOrder)
+            const deliveries = plan.attempts.flatMap(({ webhookId, place }) => {
+              const row = byEndpoint.get(webhookId)?.[place]
+              return row === undefined ? [] : [deliveryFromRow(row)]
+            })
+            return { deliveries, more: plan.more }
+          })
+        )
+      )
 
     const insert = (rows: ReadonlyArray<ReturnType<typeof deliveryRow>>) =>
       rows.length === 0 ? Effect.void : Effect.asVoid(sql`INSERT INTO deliveries ${sql.insert(rows)}`)
@@ -261,52 +374,9 @@ export const PgDeliveryRepository = Layer.effect(
               Effect.asVoid(sql`UPDATE deliveries SET due_at = ${toDate(dueAt)}
                 WHERE ${sql.in("id", ids)} AND due_at > ${toDate(dueAt)}`)
             ),
-      claimDue: (now, limit, leaseMs, claimToken, isolation = DeliveryIsolation.DEFAULT_ISOLATION) =>
-        stored("deliveries.claimDue")(
-          Effect.gen(function* () {
-            // A first look, without locks: which endpoints are worth locking, in the fair order.
-            const candidates = DeliveryIsolation.endpointsToClaim(
-              (yield* backlogs(now, null)).list,
-              now,
-              Number.MAX_SAFE_INTEGER,
-              isolation
-            )
-            if (candidates.length === 0) return []
-            return yield* sql.withTransaction(
-              Effect.gen(function* () {
-                const locked =
-                  (yield* sql<Row>`SELECT c.webhook_id FROM unnest(string_to_array(${idList(candidates)}, ',')) AS c(webhook_id)
-                    WHERE pg_try_advisory_xact_lock(hashtextextended('intake:claim:' || c.webhook_id, 0))`).map(
-                    (row) => row.webhook_id as string
-                  )
-                if (locked.length === 0) return []
-                // A new statement, a new snapshot: every claim that held these locks before is seen.
-                const fresh = yield* backlogs(now, locked, Math.max(1, isolation.maxInFlight))
-                const plan = DeliveryIsolation.planClaim(fresh.list, fresh.waiting, now, limit, isolation)
-                if (plan.attempts.length === 0) return []
-                const lease = sql`UPDATE deliveries
-                  SET lease_until = ${toDate(now + leaseMs)}, claim_token = ${claimToken}
-                  WHERE ${sql.in(
-                    "id",
-                    plan.attempts.map((d) => d.id)
-                  )} AND due_at IS NOT NULL AND (lease_until IS NULL OR lease_until <= ${toDate(now)})
-                  RETURNING id`
-                // The rate limits' next sends in the same statement: one round trip.
-                const leased =
-                  plan.nextSendAt.length === 0
-                    ? yield* sql<Row>`${lease}`
-                    : yield* sql<Row>`WITH leased AS (${lease}), paced AS (
-                        INSERT INTO webhook_pacing (webhook_id, next_send_at)
-                        VALUES ${sql.csv(plan.nextSendAt.map(({ webhookId, at }) => sql`(${webhookId}, ${toDate(at)})`))}
-                        ON CONFLICT (webhook_id) DO UPDATE SET next_send_at = EXCLUDED.next_send_at)
-                      SELECT id FROM leased`
-                const taken = new Set(leased.map((row) => row.id as string))
-                // In the fair order the plan made.
-                return plan.attempts.filter((d) => taken.has(d.id))
-              })
-            )
-          })
-        ),
+      claimDue: (now, limit, leaseMs, claimToken, isolation) =>
+        Effect.map(claim(now, limit, leaseMs, claimToken, isolation), (claimed) => claimed.deliveries),
+      claim,
       complete: (finished, claimToken, next) =>
         stored("deliveries.complete")(
           sql.withTransaction(
@@ -329,6 +399,68 @@ export const PgDeliveryRepository = Layer.effect(
             })
           )
         ),
+      // One statement: the finished records where the claim is still this token's, the
+      // retries, and the ids whose claim is not (the caller then rolls the unit of work back).
+      // Its commit need not wait for the WAL flush, as `complete`'s.
+      completeMany: (attempts, claimToken) =>
+        stored("deliveries.completeMany")(
+          Effect.map(
+            sql<Row>`WITH input AS (
+                SELECT * FROM json_to_recordset(${jsonText(attempts.map(({ finished: f }) => finishedRow(f)))}::json)
+                  AS x(id text, status text, response_status integer, response_body text, error text,
+                       duration_ms integer, next_retry_at timestamptz, sent_at timestamptz)
+              ), done AS (
+                UPDATE deliveries d SET status = i.status, response_status = i.response_status,
+                  response_body = i.response_body, error = i.error, duration_ms = i.duration_ms,
+                  next_retry_at = i.next_retry_at, sent_at = i.sent_at, due_at = NULL, lease_until = NULL,
+                  claim_token = NULL
+                FROM input i
+                WHERE d.id = ANY(string_to_array(${idList(attempts.map(({ finished }) => finished.id))}, ','))
+                  AND d.id = i.id AND d.due_at IS NOT NULL AND d.claim_token = ${claimToken}
+                RETURNING d.id
+              ), queued AS (
+                INSERT INTO deliveries (id, webhook_id, event_id, event_type, attempt, trigger, status, created_at, due_at)
+                SELECT r.id, r.webhook_id, r.event_id, r.event_type, r.attempt, r.trigger, 'pending', r.created_at, r.due_at
+                FROM json_to_recordset(${jsonText(attempts.flatMap(({ next }) => (next === null ? [] : [retryRow(next.delivery, next.dueAt)])))}::json)
+                  AS r(id text, webhook_id text, event_id text, event_type text, attempt integer, trigger text,
+                       created_at timestamptz, due_at timestamptz)
+              )
+              SELECT i.id FROM input i, (SELECT set_config('synchronous_commit', 'off', true)) AS commit_setting
+              WHERE NOT EXISTS (SELECT 1 FROM done WHERE done.id = i.id)`,
+            (rows) => rows.map((row) => row.id as string)
+          )
+        ),
+      dispatchSources: (deliveries) =>
+        deliveries.length === 0
+          ? Effect.succeed(new Map())
+          : stored("deliveries.dispatchSources")(
+              Effect.map(dispatchSourcesQuery(sql, deliveries), dispatchSourcesFromRows)
+            ),
+      // In id order, as the port asks: batches of the same endpoints lock them alike.
+      lockEndpoints: (ids) =>
+        ids.length === 0
+          ? Effect.succeed([])
+          : stored("deliveries.lockEndpoints")(
+              Effect.map(
+                sql<Row>`SELECT * FROM webhook_endpoints WHERE id = ANY(string_to_array(${idList(ids)}, ','))
+                  ORDER BY id FOR UPDATE`,
+                (rows) => rows.map(endpointFromRow)
+              )
+            ),
+      saveHealth: (endpoints) =>
+        endpoints.length === 0
+          ? Effect.void
+          : stored("deliveries.saveHealth")(
+              Effect.asVoid(sql`UPDATE webhook_endpoints e SET status = x.status,
+                  last_delivery_at = x.last_delivery_at, last_delivery_ok = x.last_delivery_ok,
+                  consecutive_fails = x.consecutive_fails, failing_since = x.failing_since,
+                  circuit_open_until = x.circuit_open_until, updated_at = x.updated_at
+                FROM json_to_recordset(${jsonText(endpoints.map(healthRow))}::json)
+                  AS x(id text, status text, last_delivery_at timestamptz, last_delivery_ok boolean,
+                       consecutive_fails integer, failing_since timestamptz, circuit_open_until timestamptz,
+                       updated_at timestamptz)
+                WHERE e.id = x.id`)
+            ),
       release: (ids, claimToken) =>
         ids.length === 0
           ? Effect.void

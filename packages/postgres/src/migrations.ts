@@ -395,5 +395,17 @@ export const migrations: ReadonlyArray<Migration> = [
       // as before. No backfill: adding a nullable column without a default rewrites nothing.
       `ALTER TABLE submissions ADD COLUMN message_count int`
     ]
+  },
+  {
+    id: 14,
+    name: "leased attempts by endpoint",
+    statements: [
+      // A claim counts each endpoint's attempts in flight and finds its first lease's end
+      // (deliveries.ts, backlogs): through this index it reads only the leased rows, not the
+      // endpoint's whole queue, so a claim costs the same with 10 or 10,000 attempts waiting
+      // (docs/webhooks.md, "How the engine sends").
+      `CREATE INDEX deliveries_leased ON deliveries (webhook_id, lease_until)
+        WHERE due_at IS NOT NULL AND lease_until IS NOT NULL`
+    ]
   }
 ]

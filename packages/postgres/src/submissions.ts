@@ -8,7 +8,6 @@ import {
   type CreatedRange,
   type DomainEvent,
   EventOutbox,
-  type IntakeBot,
   IntakeBotRepository,
   type Message,
   type PageRequest,
@@ -24,11 +23,19 @@ import {
 } from "@intake/domain"
 import { Effect, Exit, Layer, Option } from "effect"
 import { workspaceFromRow } from "./access.js"
-import { deliveryRow, eventFromRow } from "./deliveries.js"
+import { deliveryRow } from "./deliveries.js"
 import { QUOTA_USED_UP_SQLSTATE } from "./migrations.js"
 import { afterPosition, pageFrom } from "./paging.js"
 import { type DeferredStep, type SqlText, statement, statementSteps } from "./reads.js"
-import { fromJson, hasSqlState, type Row, stored, toDate, toMillis, toNumber } from "./storage.js"
+import {
+  botFromRow,
+  contactFromRow,
+  eventFromRow,
+  messageFromRow,
+  submissionFieldsFromRow,
+  submissionFromRow
+} from "./rows.js"
+import { fromJson, hasSqlState, type Row, stored, toDate, toNumber } from "./storage.js"
 import { endpointFromRow } from "./webhooks.js"
 
 /** A page of a workspace's bots with each one's submission count (intake_bot_counts, kept by a trigger). */
@@ -92,19 +99,6 @@ export const listSubmissionsQuery = (
   const { text, values } = listSubmissionsStatement(workspaceId, intakeBotId, page, range)
   return sql.unsafe<Row>(text, values as Array<unknown>)
 }
-
-const botFromRow = (row: Row): IntakeBot => ({
-  id: row.id as string,
-  workspaceId: row.workspace_id as string,
-  name: row.name as string,
-  description: row.description as string,
-  status: row.status as IntakeBot["status"],
-  shareSlug: row.share_slug as string,
-  schema: fromJson<IntakeBot["schema"]>(row.schema),
-  schemaVersion: toNumber(row.schema_version),
-  createdAt: toMillis(row.created_at),
-  updatedAt: toMillis(row.updated_at)
-})
 
 /** The bot joined to its workspace, with the workspace's endpoints as json (a create's first read). */
 const intakeTargetStatement = (id: string) =>
@@ -205,33 +199,6 @@ export const PgIntakeBotRepository = Layer.effect(
 )
 
 /**
- * A submission row's columns but its data; `workspaceId` and `intakeBotId` when the query
- * knew them and did not select them.
- */
-const submissionFieldsFromRow = (
-  row: Row,
-  workspaceId = row.workspace_id as string,
-  intakeBotId = row.intake_bot_id as string
-): Omit<Submission, "data"> => ({
-  id: row.id as string,
-  workspaceId,
-  intakeBotId,
-  status: row.status as Submission["status"],
-  aiSummary: row.ai_summary as string,
-  isTest: row.is_test as boolean,
-  fileCount: toNumber(row.file_count),
-  schemaVersion: toNumber(row.schema_version),
-  createdAt: toMillis(row.created_at),
-  updatedAt: toMillis(row.updated_at)
-})
-
-/** A submission row, its data parsed. */
-const submissionFromRow = (row: Row, workspaceId?: string, intakeBotId?: string): Submission =>
-  Object.assign(submissionFieldsFromRow(row, workspaceId, intakeBotId), {
-    data: fromJson<Submission["data"]>(row.data)
-  })
-
-/**
  * A row of the list, whose workspace and bot are the ones it was read for: its data text and
  * message count set on the one object built from the row, not copied into a second object
  * (a spread copy of each of fifty rows cost about a tenth of a page's CPU; docs/choices.md,
@@ -242,14 +209,6 @@ const listItemFromRow = (row: Row, workspaceId: string, intakeBotId: string): Su
     dataJson: row.data_json as string,
     messageCount: toNumber(row.message_count)
   })
-
-const messageFromRow = (row: Row): Message => ({
-  id: row.id as string,
-  submissionId: row.submission_id as string,
-  role: row.role as Message["role"],
-  content: row.content as string,
-  createdAt: toMillis(row.created_at)
-})
 
 const usedSubmissions = (sql: SqlClient.SqlClient, workspaceId: string, period: string) =>
   Effect.map(
@@ -453,14 +412,6 @@ export const PgUsageCounters = Layer.effect(
     })
   )
 )
-
-const contactFromRow = (row: Row): Contact => ({
-  id: row.id as string,
-  workspaceId: row.workspace_id as string,
-  email: row.email as string,
-  name: row.name as string | null,
-  createdAt: toMillis(row.created_at)
-})
 
 const EVENT_COLUMNS = [
   "id",

@@ -263,6 +263,12 @@ export const endpointsToClaim = (
 export interface ClaimPlan<A> {
   readonly attempts: Array<A>
   readonly nextSendAt: Array<{ readonly webhookId: string; readonly at: number }>
+  /**
+   * Whether due attempts were left waiting (an endpoint's allowance or the claim's limit
+   * stopped it): a dispatcher then claims again as soon as a slot frees, and otherwise waits
+   * for new events or the next due time.
+   */
+  readonly more: boolean
 }
 
 /**
@@ -293,6 +299,12 @@ export const planClaim = <A extends { readonly webhookId: string }>(
   const attempts = fairOrder(turns, limit)
   const taken = new Map<string, number>()
   for (const attempt of attempts) taken.set(attempt.webhookId, (taken.get(attempt.webhookId) ?? 0) + 1)
+  const more = backlogs.some(
+    (backlog) =>
+      backlog.headDueAt !== null &&
+      backlog.headDueAt <= now &&
+      waiting(backlog.webhookId).length > (taken.get(backlog.webhookId) ?? 0)
+  )
   const nextSendAt = backlogs.flatMap((backlog) => {
     const count = taken.get(backlog.webhookId) ?? 0
     const at = nextSendAfterClaim(backlog, now, count)
@@ -300,5 +312,5 @@ export const planClaim = <A extends { readonly webhookId: string }>(
       ? [{ webhookId: backlog.webhookId, at }]
       : []
   })
-  return { attempts, nextSendAt }
+  return { attempts, nextSendAt, more }
 }

@@ -15,7 +15,7 @@ import type {
   WebhookDisabledReason,
   WebhookEndpoint
 } from "../models.js"
-import { disabledBy } from "../policies/endpoint-health.js"
+import { afterAttempt, disabledBy } from "../policies/endpoint-health.js"
 import {
   contactCreatedPayload,
   endpointTakes,
@@ -37,7 +37,9 @@ import {
   Crypto,
   DeliveryRepository,
   DeliveryWakeups,
+  type DispatchSources,
   EventOutbox,
+  type FinishedAttempt,
   Ids,
   IntakeBotRepository,
   ReceiverClient,
@@ -49,7 +51,7 @@ import {
 import { DeliverySettings } from "./delivery-settings.js"
 import { listed, pageRequest } from "./lists.js"
 import { verifyReceiverUrl } from "./receiver-address.js"
-import { Deliveries } from "./services.js"
+import { type AttemptMade, Deliveries, type PreparedAttempt, type SendResult } from "./services.js"
 import { WebhookSettings } from "./webhook-settings.js"
 
 /** The most of a receiver's answer an attempt keeps. */
@@ -138,19 +140,6 @@ const pendingAttempt = (
   sentAt: null
 })
 
-/** What one send did, before it is written down. */
-interface SendResult {
-  readonly ok: boolean
-  readonly responseStatus: number | null
-  readonly responseBody: string | null
-  readonly error: string | null
-  readonly retryAfter: string | null
-  readonly durationMs: number
-  readonly startedAt: number
-  /** When the request was handed to the receiver client; null when it never was (address refused). */
-  readonly sentAt: number | null
-}
-
 /**
  * How a claimed attempt rides out a database blip (docs/choices.md, Webhooks): its writes
  * are tried again after 0.1, 0.2, 0.4, 0.8, 1.6 and 3.2 s, so a blip of a few seconds
@@ -166,8 +155,8 @@ const retriedOnStorage = <A, E extends { readonly _tag: string }, R>(write: Effe
 /** The source of an event is gone: its payload cannot be rebuilt. */
 class SourceGone extends Data.TaggedError("SourceGone")<{ readonly what: string }> {}
 
-/** A claim that ran out while the attempt was under way: another dispatcher owns it now. */
-class LostClaim extends Data.TaggedError("LostClaim") {}
+/** Claims that ran out while their attempts were under way: another dispatcher owns them now. */
+class LostClaims extends Data.TaggedError("LostClaims")<{ readonly ids: ReadonlyArray<string> }> {}
 
 export const DeliveriesLive = Layer.effect(
   Deliveries,
@@ -365,15 +354,184 @@ export const DeliveriesLive = Layer.effect(
             notifiedEndpoints: disabled.notified
           })
 
-    /** Closes an attempt that is not sent (endpoint gone, paused or disabled; source gone). */
-    const dropAttempt = (delivery: Delivery, claimToken: string, error: string) =>
-      Effect.as(
-        retriedOnStorage(repository.complete({ ...delivery, status: "failed", error }, claimToken, null)),
-        {
-          ...delivery,
-          status: "failed" as const,
-          error
+    /**
+     * The payload of a claimed attempt from the sources its claim read; the rare kinds whose
+     * sources are not among them (a test event, webhook.disabled) are read as `payloadOf` reads them.
+     */
+    const payloadFromSources = (delivery: Delivery, sources: DispatchSources | undefined) =>
+      Effect.gen(function* () {
+        if (sources === undefined || delivery.eventType === TEST_EVENT_TYPE) return yield* payloadOf(delivery)
+        const event = sources.event
+        if (event === null) return yield* gone("event")
+        if (event.type === "submission.completed") {
+          if (sources.submission === null) return yield* gone("submission")
+          if (sources.bot === null) return yield* gone("intake bot")
+          return submissionCompletedPayload(event, sources.submission, sources.bot) as WebhookPayload
         }
+        if (event.type === "contact.created") {
+          if (sources.contact === null) return yield* gone("contact")
+          return contactCreatedPayload(event, sources.contact) as WebhookPayload
+        }
+        return yield* eventPayload(event)
+      })
+
+    /** Send it, or why it is closed unsent: the endpoint gone, paused or disabled, the workspace withheld, the source gone. */
+    const prepareOne = (
+      delivery: Delivery,
+      sources: DispatchSources | undefined
+    ): Effect.Effect<PreparedAttempt, StorageUnavailable> =>
+      Effect.gen(function* () {
+        const drop = (error: string): PreparedAttempt => ({ _tag: "Drop", delivery, error })
+        const endpoint =
+          sources === undefined
+            ? Option.getOrNull(yield* repository.endpoint(delivery.webhookId))
+            : sources.endpoint
+        if (endpoint === null) return drop("not sent: the webhook was deleted")
+        if (endpoint.status !== "active") return drop(`not sent: the webhook is ${endpoint.status}`)
+        const workspace =
+          sources === undefined
+            ? Option.getOrNull(yield* workspaces.findById(endpoint.workspaceId))
+            : sources.workspace
+        const withheld = workspace === null ? "the workspace no longer exists" : deliveriesWithheld(workspace)
+        if (withheld !== null) return drop(`not sent: ${withheld}`)
+        return yield* payloadFromSources(delivery, sources).pipe(
+          Effect.map((payload): PreparedAttempt => ({ _tag: "Send", delivery, endpoint, payload })),
+          Effect.catchTag("SourceGone", (source) =>
+            Effect.succeed(drop(`not sent: the ${source.what} no longer exists`))
+          )
+        )
+      })
+
+    const prepare = (deliveries: ReadonlyArray<Delivery>) =>
+      Effect.flatMap(repository.dispatchSources(deliveries), (sources) =>
+        Effect.forEach(deliveries, (delivery) => prepareOne(delivery, sources.get(delivery.id)))
+      )
+
+    const attempt = (prepared: PreparedAttempt): Effect.Effect<AttemptMade, StorageUnavailable> =>
+      prepared._tag === "Drop"
+        ? Effect.succeed({ _tag: "Dropped", delivery: prepared.delivery, error: prepared.error })
+        : Effect.gen(function* () {
+            const delivery = prepared.delivery
+            const result = yield* send(prepared.endpoint, prepared.payload)
+            const finishedAt = yield* Clock.currentTimeMillis
+            const delay = result.ok
+              ? null
+              : retryDelay({
+                  schedule: settings.retrySchedule,
+                  failedAttempt: yield* placeInSchedule(delivery),
+                  random: random() / 2 ** 32,
+                  responseStatus: result.responseStatus,
+                  retryAfterMs: retryAfterMillis(result.retryAfter, finishedAt)
+                })
+            const retry = delay === null ? null : { dueAt: finishedAt + delay, id: yield* ids.next("dlv") }
+            return { _tag: "Sent", delivery, result, retry, finishedAt }
+          })
+
+    /** The retry of a failed attempt, queued when its endpoint is still active after the outcome. */
+    const retryOf = (made: Extract<AttemptMade, { _tag: "Sent" }>) =>
+      made.retry === null
+        ? null
+        : {
+            delivery: pendingAttempt({
+              id: made.retry.id,
+              webhookId: made.delivery.webhookId,
+              eventId: made.delivery.eventId,
+              eventType: made.delivery.eventType,
+              attempt: made.delivery.attempt + 1,
+              trigger: "retry",
+              // Strictly after the attempt it follows, so the log's order (newest first) holds.
+              createdAt: Math.max(made.finishedAt, made.delivery.createdAt + 1)
+            }),
+            dueAt: made.retry.dueAt
+          }
+
+    /**
+     * One unit of work for a batch of attempts: the endpoints' rows locked (in id order), each
+     * outcome applied in turn (EndpointHealth.afterAttempt), retries queued for the endpoints
+     * still active, every finished record and retry written in one statement, the endpoints
+     * in another. Fails with LostClaims, writing nothing, when another dispatcher took any over.
+     */
+    const writeBatch = (made: ReadonlyArray<AttemptMade>, claimToken: string) =>
+      uow.transaction(
+        Effect.gen(function* () {
+          const endpointIds = [
+            ...new Set(made.flatMap((m) => (m._tag === "Sent" ? [m.delivery.webhookId] : [])))
+          ].sort()
+          const health = new Map(
+            (endpointIds.length === 0 ? [] : yield* repository.lockEndpoints(endpointIds)).map((e) => [
+              e.id,
+              e
+            ])
+          )
+          const changed = new Set<string>()
+          const disabled: Array<{ endpoint: WebhookEndpoint; reason: WebhookDisabledReason; at: number }> = []
+          const written = made.map((m): FinishedAttempt => {
+            if (m._tag === "Dropped")
+              return { finished: { ...m.delivery, status: "failed", error: m.error }, next: null }
+            const before = health.get(m.delivery.webhookId)
+            if (before === undefined)
+              return { finished: finishedAttempt(m.delivery, m.result, null), next: null }
+            const outcome = outcomeOf(m.result)
+            const after = afterAttempt(before, outcome, settings.disableAfterMs, settings.isolation)
+            health.set(after.id, after)
+            changed.add(after.id)
+            const reason = disabledBy(before.status, after, outcome)
+            if (reason !== null) disabled.push({ endpoint: after, reason, at: outcome.at })
+            // A disabled (or deleted) endpoint gets no retry.
+            const next = after.status === "active" ? retryOf(m) : null
+            return { finished: finishedAttempt(m.delivery, m.result, next?.dueAt ?? null), next }
+          })
+          const lost = yield* repository.completeMany(written, claimToken)
+          if (lost.length > 0) return yield* new LostClaims({ ids: lost })
+          if (changed.size > 0) yield* repository.saveHealth([...changed].map((id) => health.get(id)!))
+          const notices = yield* Effect.forEach(disabled, (d) =>
+            queueDisabledNotice(d.endpoint, d.reason, d.at)
+          )
+          return { finished: written.map((w) => w.finished), notices }
+        })
+      )
+
+    const record = (made: ReadonlyArray<AttemptMade>, claimToken: string) =>
+      Effect.gen(function* () {
+        // Attempts another dispatcher took over: what this one sent stays unlogged.
+        const unlogged = new Map<string, Delivery>()
+        let remaining = made
+        for (;;) {
+          const outcome = yield* retriedOnStorage(writeBatch(remaining, claimToken)).pipe(
+            Effect.map(Either.right),
+            Effect.catchTag("LostClaims", (lost) => Effect.succeed(Either.left(lost.ids)))
+          )
+          if (Either.isRight(outcome)) {
+            yield* Effect.forEach(outcome.right.notices, logDisabled, { discard: true })
+            const byId = new Map(outcome.right.finished.map((d) => [d.id, d]))
+            const finished = made.map((m) => byId.get(m.delivery.id) ?? unlogged.get(m.delivery.id)!)
+            yield* Effect.forEach(outcome.right.finished, logAttempt, { discard: true })
+            return finished
+          }
+          const lost = new Set(outcome.left)
+          for (const m of remaining)
+            if (lost.has(m.delivery.id))
+              unlogged.set(
+                m.delivery.id,
+                m._tag === "Sent"
+                  ? finishedAttempt(m.delivery, m.result, null)
+                  : { ...m.delivery, status: "failed", error: m.error }
+              )
+          remaining = remaining.filter((m) => !lost.has(m.delivery.id))
+        }
+      }).pipe(
+        // Still failing after the retries: the claims are given back, so the attempts are
+        // due again at once rather than when their leases end.
+        Effect.tapError(() =>
+          Effect.ignore(
+            retriedOnStorage(
+              repository.release(
+                made.map((m) => m.delivery.id),
+                claimToken
+              )
+            )
+          )
+        )
       )
 
     const random = () => {
@@ -570,6 +728,11 @@ export const DeliveriesLive = Layer.effect(
           repository.claimDue(now, limit, settings.leaseMs, claimToken, settings.isolation)
         ),
 
+      claim: (limit, claimToken) =>
+        Effect.flatMap(Clock.currentTimeMillis, (now) =>
+          repository.claim(now, limit, settings.leaseMs, claimToken, settings.isolation)
+        ),
+
       release: (deliveryIds, claimToken) =>
         deliveryIds.length === 0 ? Effect.void : repository.release(deliveryIds, claimToken),
 
@@ -578,94 +741,19 @@ export const DeliveriesLive = Layer.effect(
       ),
 
       dispatch: (delivery, claimToken) =>
-        Effect.gen(function* () {
-          const endpoint = yield* repository.endpoint(delivery.webhookId)
-          if (Option.isNone(endpoint))
-            return yield* dropAttempt(delivery, claimToken, "not sent: the webhook was deleted")
-          if (endpoint.value.status !== "active")
-            return yield* dropAttempt(
-              delivery,
-              claimToken,
-              `not sent: the webhook is ${endpoint.value.status}`
-            )
-          const workspace = yield* workspaces.findById(endpoint.value.workspaceId)
-          const withheld = Option.match(workspace, {
-            onNone: () => "the workspace no longer exists",
-            onSome: deliveriesWithheld
-          })
-          if (withheld !== null) return yield* dropAttempt(delivery, claimToken, `not sent: ${withheld}`)
-          const payload = yield* payloadOf(delivery).pipe(
-            Effect.map(Either.right),
-            Effect.catchTag("SourceGone", (source) => Effect.succeed(Either.left(source)))
-          )
-          if (Either.isLeft(payload))
-            return yield* dropAttempt(
-              delivery,
-              claimToken,
-              `not sent: the ${payload.left.what} no longer exists`
-            )
-
-          const result = yield* send(endpoint.value, payload.right)
-          const finishedAt = yield* Clock.currentTimeMillis
-          const delay = result.ok
-            ? null
-            : retryDelay({
-                schedule: settings.retrySchedule,
-                failedAttempt: result.ok ? delivery.attempt : yield* placeInSchedule(delivery),
-                random: random() / 2 ** 32,
-                responseStatus: result.responseStatus,
-                retryAfterMs: retryAfterMillis(result.retryAfter, finishedAt)
-              })
-          const retryId = delay === null ? null : yield* ids.next("dlv")
-          return yield* uow
-            .transaction(
-              Effect.gen(function* () {
-                const recorded = yield* recordOutcome(delivery.webhookId, outcomeOf(result))
-                const after = recorded.endpoint
-                // A disabled (or deleted) endpoint gets no retry.
-                const retries =
-                  delay !== null &&
-                  retryId !== null &&
-                  Option.isSome(after) &&
-                  after.value.status === "active"
-                const nextRetryAt = retries ? finishedAt + delay : null
-                const finished = finishedAttempt(delivery, result, nextRetryAt)
-                const next =
-                  retries && nextRetryAt !== null
-                    ? {
-                        delivery: pendingAttempt({
-                          id: retryId,
-                          webhookId: delivery.webhookId,
-                          eventId: delivery.eventId,
-                          eventType: delivery.eventType,
-                          attempt: delivery.attempt + 1,
-                          trigger: "retry",
-                          // Strictly after the attempt it follows, so the log's order (newest first) holds.
-                          createdAt: Math.max(finishedAt, delivery.createdAt + 1)
-                        }),
-                        dueAt: nextRetryAt
-                      }
-                    : null
-                if (!(yield* repository.complete(finished, claimToken, next))) return yield* new LostClaim()
-                return { finished, disabled: recorded.disabled }
-              })
-            )
-            .pipe(
-              Effect.flatMap(({ finished, disabled }) => Effect.as(logDisabled(disabled), finished)),
-              // Rolled back whole on a failure, so trying again neither counts the outcome twice
-              // nor queues two retries; a commit whose answer was lost finds its claim gone (LostClaim).
-              retriedOnStorage,
-              // Another dispatcher took the attempt over: what this one sent stays unlogged.
-              Effect.catchTag("LostClaim", () => Effect.succeed(finishedAttempt(delivery, result, null)))
-            )
-        }).pipe(
-          // Still failing after the retries (or reading what to send failed): the claim is
-          // given back, so the attempt is due again at once rather than when its lease ends.
+        prepare([delivery]).pipe(
+          Effect.flatMap((prepared) => attempt(prepared[0]!)),
+          // Reading what to send failed: the claim is given back, due again at once.
           Effect.tapError(() =>
             Effect.ignore(retriedOnStorage(repository.release([delivery.id], claimToken)))
           ),
-          Effect.tap(logAttempt)
-        )
+          Effect.flatMap((made) => record([made], claimToken)),
+          Effect.map((finished) => finished[0]!)
+        ),
+
+      prepare,
+      attempt,
+      record
     })
   })
 )

@@ -35,7 +35,8 @@ import type {
   Workspace,
   WorkspaceStatus
 } from "../models.js"
-import type { RateLimitDecision, StoredResponse } from "../ports.js"
+import type { WebhookPayload } from "../policies/event-payloads.js"
+import type { ClaimedAttempts, RateLimitDecision, StoredResponse } from "../ports.js"
 import type { SummaryOutcome } from "./summaries.js"
 
 // ---------------------------------------------------------------- shared shapes
@@ -305,6 +306,41 @@ export interface Recovery {
   readonly until: EpochMillis
 }
 
+/** A claimed attempt ready to go: what to send and where, or why it is closed unsent. */
+export type PreparedAttempt =
+  | {
+      readonly _tag: "Send"
+      readonly delivery: Delivery
+      readonly endpoint: WebhookEndpoint
+      readonly payload: WebhookPayload
+    }
+  | { readonly _tag: "Drop"; readonly delivery: Delivery; readonly error: string }
+
+/** What one send did, before it is written down. */
+export interface SendResult {
+  readonly ok: boolean
+  readonly responseStatus: number | null
+  readonly responseBody: string | null
+  readonly error: string | null
+  readonly retryAfter: string | null
+  readonly durationMs: number
+  readonly startedAt: number
+  /** When the request was handed to the receiver client; null when it never was (address refused). */
+  readonly sentAt: number | null
+}
+
+/** An attempt made (or closed unsent), not yet written down. */
+export type AttemptMade =
+  | {
+      readonly _tag: "Sent"
+      readonly delivery: Delivery
+      readonly result: SendResult
+      /** When its retry is due and its id, if it failed; the retry is queued only if the endpoint stays active. */
+      readonly retry: { readonly dueAt: number; readonly id: string } | null
+      readonly finishedAt: number
+    }
+  | { readonly _tag: "Dropped"; readonly delivery: Delivery; readonly error: string }
+
 export class Deliveries extends Context.Tag("@intake/Deliveries")<
   Deliveries,
   {
@@ -347,8 +383,33 @@ export class Deliveries extends Context.Tag("@intake/Deliveries")<
     ) => Effect.Effect<Delivery, Fails<ResourceNotFound | Conflict>>
     /** The dispatcher's side: lease up to `limit` due attempts under `claimToken`. */
     readonly claimDue: (limit: number, claimToken: string) => Effect.Effect<ReadonlyArray<Delivery>, Fails>
-    /** Makes one claimed attempt and logs it; answers the finished attempt. */
+    /** As `claimDue`, telling also whether due attempts were left waiting. */
+    readonly claim: (limit: number, claimToken: string) => Effect.Effect<ClaimedAttempts, Fails>
+    /**
+     * Makes one claimed attempt and logs it; answers the finished attempt. The same as
+     * `prepare`, `attempt` and `record` of that one attempt.
+     */
     readonly dispatch: (delivery: Delivery, claimToken: string) => Effect.Effect<Delivery, Fails>
+    /**
+     * What to do with each claimed attempt, read for all of them at once
+     * (docs/webhooks.md, "How the engine sends"): send it to its endpoint, or close it
+     * unsent (the endpoint gone, paused or disabled, the workspace withheld, the source gone).
+     */
+    readonly prepare: (
+      deliveries: ReadonlyArray<Delivery>
+    ) => Effect.Effect<ReadonlyArray<PreparedAttempt>, Fails>
+    /** Makes one prepared attempt (signs and sends it, or closes it unsent), without writing it down. */
+    readonly attempt: (prepared: PreparedAttempt) => Effect.Effect<AttemptMade, Fails>
+    /**
+     * Writes attempts down in one unit of work: each one's finished record and retry, and the
+     * outcomes applied to their endpoints (a streak, a circuit, a disable and its notice).
+     * Logs each; answers the finished attempts in the same order. An attempt whose claim
+     * another dispatcher took over is left to it, unwritten.
+     */
+    readonly record: (
+      made: ReadonlyArray<AttemptMade>,
+      claimToken: string
+    ) => Effect.Effect<ReadonlyArray<Delivery>, Fails>
     /** Gives claimed attempts back (a dispatcher stopping before it made them). */
     readonly release: (deliveryIds: ReadonlyArray<string>, claimToken: string) => Effect.Effect<void, Fails>
     /** When the earliest pending attempt is due, if any. */
