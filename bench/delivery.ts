@@ -9,6 +9,8 @@
  *   event's timestamp to the receiver getting its first attempt).
  * WEBHOOK_DISPATCH_CONCURRENCY sets the dispatcher's concurrency (default 32). With
  * BENCH_RESULT_JSON=1 it ends with one `bench-result {json}` line for `pnpm bench`.
+ * With `--drain`, the backlog drain of bench/delivery-drain.ts instead (CPU per delivery by
+ * process, statements per delivery).
  */
 import { randomUUID } from "node:crypto"
 import { createServer } from "node:http"
@@ -213,7 +215,11 @@ const program = Effect.gen(function* () {
   }
 }).pipe(Effect.provide(services))
 
-Effect.runPromise(program).then(
+// `--drain`: the backlog drain of bench/delivery-drain.ts instead.
+const run = process.argv.includes("--drain")
+  ? import("./delivery-drain.js").then(({ runDrain }) => runDrain())
+  : Effect.runPromise(program)
+run.then(
   () => process.exit(0),
   (error) => {
     console.error(error)

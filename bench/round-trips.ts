@@ -170,6 +170,14 @@ PGlite.prototype.transaction = function (this: unknown, callback) {
     )
 }
 
+/** The counts so far, by label (for a bench that imports this module in its own process). */
+export const roundTripCounts = (): ReadonlyMap<string, RoundTripCounts> => counts
+
+/** Starts the counts again from zero. */
+export const resetRoundTripCounts = () => {
+  counts = new Map()
+}
+
 process.on("message", (message: RoundTripMessage) => {
   if (message.type === "round-trips:reset") {
     counts = new Map()
