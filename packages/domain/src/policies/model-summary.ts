@@ -110,6 +110,7 @@ const MAX_PASSES = 8
  * the built-in summary.
  */
 export const sanitizeModelSummary = (answer: string): string | null => {
+  // Far past any summary: not worth the passes below (whose patterns scan the whole text).
   if (answer.length > MAX_MODEL_ANSWER_LENGTH * 4) return null
   let text = answer
   for (let pass = 0; pass < MAX_PASSES; pass++) {
