@@ -51,35 +51,33 @@ export const DEFAULT_REQUEST_TIMEOUT = Duration.seconds(30)
 
 const ok = () => json({ success: true, data: { status: "ok" } }, 200)
 
-const unavailable: Record<string, string> = {
-  database: "The database is not available.",
-  redis: "Redis is not available."
-}
+const state = (up: boolean) => (up ? "ok" : "unavailable")
 
 /**
- * 200 while the database and every other configured service (Redis) answer; 503 in the
- * envelope naming what does not (and nothing of the cause) while one does not. The
- * database is asked through DatabaseState, which logs a change of its answer once, whether
- * this request or the watcher saw it first.
+ * 200 while the database answers, 503 (naming it, and nothing of the cause) while it does
+ * not: an instance without its database can serve nothing. Redis, when configured, is
+ * reported and never decides (docs/rules.md, Running): the limiter fails open by contract,
+ * and one shared Redis going down must not take every instance out of a load balancer's
+ * rotation. `rate_limiter` says whether limits are enforced now or failing open (the
+ * limiter failed and cools down, or its store does not answer). The database is asked
+ * through DatabaseState, which logs a change of its answer once, whether this request or
+ * the watcher saw it first.
  */
 const ready = Effect.gen(function* () {
   const database = yield* (yield* DatabaseState).check
   const readiness = yield* Effect.serviceOption(Readiness)
-  const others = Option.isSome(readiness) ? yield* readiness.value.check : {}
-  const answers: Record<string, boolean> = { database, ...others }
-  const services = Object.fromEntries(
-    Object.entries(answers).map(([name, up]) => [name, up ? "ok" : "unavailable"])
-  )
-  const down = Object.keys(answers).filter((name) => !answers[name])
-  if (down.length === 0) return json({ success: true, data: { status: "ok", ...services } }, 200)
+  const shared = Option.isSome(readiness) ? yield* readiness.value.check : {}
+  const failingOpen = (yield* (yield* Access).limiterFailingOpen) || Object.values(shared).some((up) => !up)
+  const services = {
+    database: state(database),
+    ...Object.fromEntries(Object.entries(shared).map(([name, up]) => [name, state(up)])),
+    rate_limiter: failingOpen ? "failing_open" : "enforcing"
+  }
+  if (database) return json({ success: true, data: { status: "ok", ...services } }, 200)
   return json(
     {
       success: false,
-      error: {
-        code: "service_unavailable",
-        message: down.map((name) => unavailable[name] ?? `${name} is not available.`).join(" "),
-        details: services
-      }
+      error: { code: "service_unavailable", message: "The database is not available.", details: services }
     },
     503
   )

@@ -3,6 +3,7 @@
  * same "must be one of ..." style wherever a value has a fixed set of allowed values.
  * Pure: routes.ts decodes, these functions only word what decoding found.
  */
+import { echoedName } from "@intake/domain"
 
 export interface Issue {
   readonly path: string
@@ -38,6 +39,6 @@ export const unknownKeyIssue = (key: string, known: ReadonlySet<string>, body: o
   path: key,
   message:
     known.has("data") && !("data" in body)
-      ? `is not a field of this request; field values go under "data", as in {"data":{"${key}":...}}`
+      ? `is not a field of this request; field values go under "data", as in {"data":{"${echoedName(key)}":...}}`
       : "is not a field of this request"
 })

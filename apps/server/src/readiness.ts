@@ -1,7 +1,8 @@
 /**
- * What /readyz asks beside the database (DatabaseState): the other backing services the runtime
- * was configured with, Redis when REDIS_URL is set (docs/rules.md, Running). A runtime
- * without this service has none.
+ * What /readyz reports beside the database (DatabaseState): the other backing services the
+ * runtime was configured with, Redis when REDIS_URL is set. They are reported, not required:
+ * only the database decides readiness (docs/rules.md, Running). A runtime without this
+ * service has none.
  */
 import { Context, Effect } from "effect"
 

@@ -183,7 +183,7 @@ layer(realServer({ admin: false }), { excludeTestServices: true })(
         const baseUrl = yield* BaseUrl
         for (const [path, data] of [
           ["/healthz", { status: "ok" }],
-          ["/readyz", { status: "ok", database: "ok" }]
+          ["/readyz", { status: "ok", database: "ok", rate_limiter: "enforcing" }]
         ] as const) {
           const answer = yield* call(baseUrl, "GET", path)
           expect(answer.status).toBe(200)

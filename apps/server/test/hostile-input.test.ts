@@ -5,29 +5,8 @@
 import { gzipSync } from "node:zlib"
 import { expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
-import { type Answer, BaseUrl, call } from "./harness.js"
-import { admin, dataOf, expectError, expectHeaders, provision, realServer } from "./support.js"
-
-/** A request whose body is sent as these exact bytes, with these headers. */
-const sendBytes = (
-  baseUrl: string,
-  path: string,
-  bytes: Uint8Array,
-  headers: Record<string, string>
-): Effect.Effect<Answer & { readonly size: number }> =>
-  Effect.promise(async () => {
-    const response = await fetch(`${baseUrl}${path}`, {
-      method: "POST",
-      headers: { "content-type": "application/json", ...headers },
-      body: bytes
-    })
-    const text = await response.text()
-    let body: unknown = text
-    try {
-      body = JSON.parse(text)
-    } catch {}
-    return { status: response.status, headers: response.headers, body, size: Buffer.byteLength(text) }
-  })
+import { BaseUrl, call } from "./harness.js"
+import { admin, dataOf, expectError, expectHeaders, provision, realServer, sendBytes } from "./support.js"
 
 const nested = (depth: number) => `${"[".repeat(depth)}${"]".repeat(depth)}`
 

@@ -237,7 +237,8 @@ describeOutage("the database goes away and comes back", () => {
             yield* databaseLogged(logsFrom, ["down", "up"])
             expect(dataOf(yield* answered(baseUrl, "GET", "/readyz", {}))).toEqual({
               status: "ok",
-              database: "ok"
+              database: "ok",
+              rate_limiter: "enforcing"
             })
             expect(
               dataOf(yield* answered(baseUrl, "GET", "/v1/intake-bots", { key: coldKey })).intake_bots

@@ -278,6 +278,61 @@ layer(
       })
   )
 
+  it.scoped(
+    "an inverted date range is 400 on every list taking one, as on recover; equal bounds are one instant",
+    () =>
+      Effect.gen(function* () {
+        const baseUrl = yield* BaseUrl
+        const tenant = yield* provision(baseUrl)
+        const receiver = yield* localReceiver([204])
+        const webhook = yield* givenWebhook(baseUrl, tenant.key, receiver.url, ["submission.completed"])
+        const later = "2026-11-20T10:00:00.000Z"
+        const earlier = "2026-11-20T09:00:00.000Z"
+
+        const recovered = expectError(
+          yield* recover(baseUrl, tenant.key, webhook.id, { since: later, until: earlier }),
+          400,
+          "validation_failed"
+        )
+        expect(recovered).toEqual({ issues: [{ path: "since", message: "must not be after until" }] })
+        for (const list of [
+          `/v1/intake-bots/${tenant.botId}/submissions`,
+          `/v1/webhooks/${webhook.id}/deliveries`
+        ]) {
+          const inverted = yield* call(
+            baseUrl,
+            "GET",
+            `${list}?created_after=${later}&created_before=${earlier}`,
+            {
+              key: tenant.key
+            }
+          )
+          expect(expectError(inverted, 400, "validation_failed")).toEqual({
+            issues: [{ path: "created_after", message: "must not be after created_before" }]
+          })
+          expectHeaders(inverted)
+          // Checked with the parameters, before the operation: a missing resource is still 400.
+          const missing = list.replace(/(bot|wh)_[^/]+/, "$1_missing")
+          const beforeLookup = yield* call(
+            baseUrl,
+            "GET",
+            `${missing}?created_after=${later}&created_before=${earlier}`,
+            { key: tenant.key }
+          )
+          expectError(beforeLookup, 400, "validation_failed")
+          const instant = yield* call(
+            baseUrl,
+            "GET",
+            `${list}?created_after=${later}&created_before=${later}`,
+            {
+              key: tenant.key
+            }
+          )
+          expect(instant.status).toBe(200)
+        }
+      })
+  )
+
   it.scoped("the delivery log: filters, one delivery by id, sent_at and next_retry_at", () =>
     Effect.gen(function* () {
       const baseUrl = yield* BaseUrl

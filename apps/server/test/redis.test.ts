@@ -15,6 +15,7 @@ import { Effect, Layer, Option, Redacted } from "effect"
 import { embeddedRuntime } from "../src/runtime.js"
 import { BaseUrl, call, testServer } from "./harness.js"
 import { startServer, timedGet } from "./process.js"
+import { dataOf, provision } from "./support.js"
 
 const serverOnRedis = (url: string) =>
   testServer(
@@ -36,43 +37,47 @@ const limitHeaders = (headers: Headers) => ({
 
 withRedis("server with REDIS_URL", () => {
   it.scopedLive(
-    "/readyz reports Redis: 200 while it answers, 503 while it is down, 200 once it is back",
+    "/readyz reports Redis and stays 200 while it is down (the limiter fails open and requests are served), then reports it back",
     () =>
       Effect.gen(function* () {
         const proxy = yield* Effect.acquireRelease(Effect.promise(startRedisProxy), (p) =>
           Effect.promise(p.stop)
         )
         const baseUrl = yield* Effect.provide(BaseUrl, yield* Layer.build(serverOnRedis(proxy.url)))
+        const tenant = yield* provision(baseUrl)
 
         const up = yield* call(baseUrl, "GET", "/readyz")
         expect(up.status).toBe(200)
-        expect(up.body).toEqual({ success: true, data: { status: "ok", database: "ok", redis: "ok" } })
+        expect(up.body).toEqual({
+          success: true,
+          data: { status: "ok", database: "ok", redis: "ok", rate_limiter: "enforcing" }
+        })
 
         yield* Effect.promise(proxy.stop)
+        // A load balancer probing /readyz keeps this instance: it still serves every request.
         const down = yield* call(baseUrl, "GET", "/readyz")
-        expect(down.status).toBe(503)
+        expect(down.status).toBe(200)
         expect(down.body).toEqual({
-          success: false,
-          error: {
-            code: "service_unavailable",
-            message: "Redis is not available.",
-            details: { database: "ok", redis: "unavailable" }
-          }
+          success: true,
+          data: { status: "ok", database: "ok", redis: "unavailable", rate_limiter: "failing_open" }
         })
-        // Liveness is not readiness: the process still runs.
+        expect((yield* call(baseUrl, "GET", "/v1/intake-bots", { key: tenant.key })).status).toBe(200)
+        expect((yield* call(baseUrl, "GET", "/readyz")).body).toMatchObject({
+          data: { redis: "unavailable", rate_limiter: "failing_open" }
+        })
         expect((yield* call(baseUrl, "GET", "/healthz")).status).toBe(200)
 
         yield* Effect.promise(proxy.start)
         const back = yield* call(baseUrl, "GET", "/readyz").pipe(
-          Effect.repeat({ until: (answer) => answer.status === 200 }),
+          Effect.repeat({ until: (answer) => dataOf(answer).redis === "ok" }),
           Effect.timeout("5 seconds")
         )
-        expect(back.body).toEqual({ success: true, data: { status: "ok", database: "ok", redis: "ok" } })
+        expect(back.status).toBe(200)
       })
   )
 
   it.scopedLive(
-    "pointed at a closed port, the server starts, serves with headers, and is not ready",
+    "pointed at a closed port, the server starts, serves with headers, and is ready, reporting Redis unavailable",
     () =>
       Effect.gen(function* () {
         const port = yield* Effect.promise(closedPort)
@@ -87,7 +92,12 @@ withRedis("server with REDIS_URL", () => {
           expect(answer.status).toBe(200)
           expect(limitHeaders(answer.headers)).toMatchObject({ limit: 100, remaining: 99 })
         }
-        expect((yield* timedGet(server.baseUrl, "/readyz")).status).toBe(503)
+        // Ready all the same: Redis is reported, and only the database decides.
+        const ready = yield* timedGet(server.baseUrl, "/readyz")
+        expect(ready.status).toBe(200)
+        expect(JSON.parse(ready.body)).toMatchObject({
+          data: { redis: "unavailable", rate_limiter: "failing_open" }
+        })
         // The state change is logged once, not per request.
         const { stdout } = server.output()
         expect(stdout.match(/rate limiter unavailable/g)).toHaveLength(1)

@@ -65,7 +65,8 @@ export const StubServices = Layer.mergeAll(
       Effect.fail(new AuthenticationRequired({ message: "A valid operator token is required." })),
     limitKey: () => allowed,
     limitAnonymous: () => allowed,
-    requireScope: () => Effect.void
+    requireScope: () => Effect.void,
+    limiterFailingOpen: Effect.succeed(false)
   }),
   Layer.succeed(IntakeBots, {
     ...(unstubbed("IntakeBots") as IntakeBots["Type"]),

@@ -175,3 +175,25 @@ export const expectHeaders = (answer: Answer, options: { readonly rateLimit?: bo
   expect(answer.headers.get("ratelimit-policy")).toBe(`"default";q=${limit};w=60`)
   expect(answer.headers.get("ratelimit")).toMatch(new RegExp(`^"default";r=${remaining};t=\\d+$`))
 }
+
+/** A request (POST unless told) whose body is these exact bytes; `size` is the answer's in bytes. */
+export const sendBytes = (
+  baseUrl: string,
+  path: string,
+  bytes: Uint8Array | undefined,
+  headers: Record<string, string>,
+  method = "POST"
+): Effect.Effect<Answer & { readonly size: number }> =>
+  Effect.promise(async () => {
+    const response = await fetch(`${baseUrl}${path}`, {
+      method,
+      headers: { "content-type": "application/json", ...headers },
+      ...(bytes === undefined ? {} : { body: bytes })
+    })
+    const text = await response.text()
+    let body: unknown = text
+    try {
+      body = JSON.parse(text)
+    } catch {}
+    return { status: response.status, headers: response.headers, body, size: Buffer.byteLength(text) }
+  })

@@ -5,7 +5,8 @@ import {
   type ErrorCode,
   EventPayloads,
   EventType,
-  type errorCatalog
+  type errorCatalog,
+  Paging
 } from "@intake/domain"
 import { Context, ParseResult, Schema } from "effect"
 
@@ -84,24 +85,46 @@ export const ListParams = Schema.Struct({
   cursor: Schema.optionalWith(Schema.String, { exact: true })
 })
 
-export const SubmissionListParams = Schema.Struct({
-  limit: Schema.optionalWith(LimitParam, { exact: true }),
-  cursor: Schema.optionalWith(Schema.String, { exact: true }),
+/**
+ * The filters of a list taken by creation time, both inclusive; a list that takes them
+ * declares its parameters with `createdRangeFilters` so that none misses the order rule.
+ */
+const createdRange = {
   created_after: Schema.optionalWith(DateTimeParam, { exact: true }),
   created_before: Schema.optionalWith(DateTimeParam, { exact: true })
+}
+
+/**
+ * A list's query parameters with `createdRange` among them: `created_after` later than
+ * `created_before` is 400 validation_failed naming `created_after` (Paging.invertedRangeIssues).
+ */
+const createdRangeFilters = <Fields extends Schema.Struct.Fields>(fields: Fields) =>
+  Schema.Struct({ ...fields, ...createdRange }).pipe(
+    Schema.filter((params) => {
+      // The compiler cannot see createdRange's fields through the generic spread.
+      const range = params as Schema.Struct.Type<typeof createdRange>
+      const [issue] = Paging.invertedRangeIssues(
+        { name: "created_after", at: range.created_after },
+        { name: "created_before", at: range.created_before }
+      )
+      return issue === undefined ? true : { path: [issue.path], message: issue.message }
+    })
+  )
+
+export const SubmissionListParams = createdRangeFilters({
+  limit: Schema.optionalWith(LimitParam, { exact: true }),
+  cursor: Schema.optionalWith(Schema.String, { exact: true })
 })
 
 /** The delivery log's filters (docs/webhooks.md); each one narrows, and the cursor is bound to them. */
-export const DeliveryListParams = Schema.Struct({
+export const DeliveryListParams = createdRangeFilters({
   limit: Schema.optionalWith(LimitParam, { exact: true }),
   cursor: Schema.optionalWith(Schema.String, { exact: true }),
   status: Schema.optionalWith(oneOf(...DeliveryStatus.literals), { exact: true }),
   event_type: Schema.optionalWith(oneOf(...EventType.literals, EventPayloads.TEST_EVENT_TYPE), {
     exact: true
   }),
-  submission_id: Schema.optionalWith(Schema.String, { exact: true }),
-  created_after: Schema.optionalWith(DateTimeParam, { exact: true }),
-  created_before: Schema.optionalWith(DateTimeParam, { exact: true })
+  submission_id: Schema.optionalWith(Schema.String, { exact: true })
 })
 
 export const IdPath = Schema.Struct({ id: Schema.String })

@@ -7,6 +7,7 @@
  */
 import { type Cause, Schema } from "effect"
 import { Scope } from "./models.js"
+import { cutText } from "./policies/cut-text.js"
 
 /** What a v1 404 names (the outermost missing resource, or `route`). */
 export const PublicResourceKind = Schema.Literal("intake_bot", "submission", "webhook", "delivery", "route")
@@ -251,9 +252,9 @@ export class ValidationFailed extends CatalogError<ValidationFailed>()(
     status: Schema.Literal(400, 422),
     issues: Schema.Array(ValidationIssue),
     unknownKeys: Schema.optional(Schema.Array(Schema.String)),
-    /** How many issues there were when more than MAX_LISTED_ISSUES (the list keeps the first ones). */
+    /** How many issues there were when the list could not hold them all (it keeps the first ones). */
     issueCount: Schema.optional(Schema.Number),
-    /** How many unknown keys there were when more than MAX_LISTED_ISSUES. */
+    /** How many unknown keys there were when the list could not hold them all. */
     unknownKeyCount: Schema.optional(Schema.Number)
   },
   (error) => ({
@@ -327,39 +328,95 @@ export const notFound = (resource: ResourceKind): ResourceNotFound =>
 
 /**
  * The most issues (and unknown keys) an answer lists; past it, `issue_count` and
- * `unknown_key_count` say how many there were (docs/choices.md): a body of 96,000 unknown
- * keys answers a few kilobytes, not megabytes.
+ * `unknown_key_count` say how many there were (docs/rules.md, Errors): a body of 96,000
+ * unknown keys answers a few kilobytes, not megabytes.
  */
 export const MAX_LISTED_ISSUES = 100
 
+/**
+ * The longest name an error answer echoes from the request (an issue's path, an unknown
+ * key), in characters; a longer one is cut, ending in "…" (docs/rules.md, Errors).
+ */
+export const MAX_ECHOED_NAME_LENGTH = 100
+
+/** The longest issue message, which may quote a value sent; a longer one is cut the same way. */
+export const MAX_ISSUE_MESSAGE_LENGTH = 300
+
+/**
+ * What the listed issues, and apart from them the listed unknown keys, may take as UTF-8
+ * JSON: with the cuts above, an error body stays under 64 KB whatever the request (its
+ * escapes included: a control character is six bytes in JSON). Past it, fewer are listed
+ * and counted as past MAX_LISTED_ISSUES.
+ */
+const ISSUES_BUDGET_BYTES = 40_000
+const UNKNOWN_KEYS_BUDGET_BYTES = 12_000
+
+/** `name` as an error answer may echo it: at most MAX_ECHOED_NAME_LENGTH characters. */
+export const echoedName = (name: string): string => cutText(name, MAX_ECHOED_NAME_LENGTH)
+
+const echoedIssue = (issue: ValidationIssue): ValidationIssue =>
+  issue.path.length <= MAX_ECHOED_NAME_LENGTH && issue.message.length <= MAX_ISSUE_MESSAGE_LENGTH
+    ? issue
+    : { path: echoedName(issue.path), message: cutText(issue.message, MAX_ISSUE_MESSAGE_LENGTH) }
+
+const encoder = new TextEncoder()
+
+/**
+ * The first of `items` an answer lists: at most MAX_LISTED_ISSUES, cut by `echo`, and
+ * within `budget` bytes of JSON (the first one always: cut, it is far smaller).
+ */
+const listed = <A>(items: ReadonlyArray<A>, echo: (item: A) => A, budget: number): ReadonlyArray<A> => {
+  const kept: Array<A> = []
+  let used = 0
+  for (const item of items) {
+    if (kept.length === MAX_LISTED_ISSUES) break
+    const echoed = echo(item)
+    used += encoder.encode(JSON.stringify(echoed)).length + 1
+    if (used > budget && kept.length > 0) break
+    kept.push(echoed)
+  }
+  return kept
+}
+
+const messageOf = (total: number, issues: ReadonlyArray<ValidationIssue>) =>
+  total === 1 ? `${issues[0]!.path || "body"}: ${issues[0]!.message}` : "The request is invalid."
+
+/**
+ * The validation failure of `issues` (and `unknownKeys`), bounded whatever the request:
+ * every echoed name and message cut, at most MAX_LISTED_ISSUES of each listed within the
+ * byte budgets, with the totals when some are left out.
+ */
 export const invalid = (
   issues: ReadonlyArray<ValidationIssue>,
   options: { readonly status?: 400 | 422; readonly unknownKeys?: ReadonlyArray<string> } = {}
 ): ValidationFailed => {
   const unknownKeys = options.unknownKeys
+  const listedIssues = listed(issues, echoedIssue, ISSUES_BUDGET_BYTES)
+  const listedKeys =
+    unknownKeys === undefined ? undefined : listed(unknownKeys, echoedName, UNKNOWN_KEYS_BUDGET_BYTES)
   return new ValidationFailed({
-    message:
-      issues.length === 1 ? `${issues[0]!.path || "body"}: ${issues[0]!.message}` : "The request is invalid.",
+    message: messageOf(issues.length, listedIssues),
     status: options.status ?? 400,
-    issues: issues.length > MAX_LISTED_ISSUES ? issues.slice(0, MAX_LISTED_ISSUES) : issues,
-    ...(issues.length > MAX_LISTED_ISSUES ? { issueCount: issues.length } : {}),
-    ...(unknownKeys === undefined
+    issues: listedIssues,
+    ...(issues.length > listedIssues.length ? { issueCount: issues.length } : {}),
+    ...(unknownKeys === undefined || listedKeys === undefined
       ? {}
-      : unknownKeys.length > MAX_LISTED_ISSUES
-        ? { unknownKeys: unknownKeys.slice(0, MAX_LISTED_ISSUES), unknownKeyCount: unknownKeys.length }
-        : { unknownKeys })
+      : {
+          unknownKeys: listedKeys,
+          ...(unknownKeys.length > listedKeys.length ? { unknownKeyCount: unknownKeys.length } : {})
+        })
   })
 }
 
-/** `failure` with `more` issues after its own, still listing at most MAX_LISTED_ISSUES. */
+/** `failure` with `more` issues after its own, bounded as `invalid` bounds them. */
 export const withIssues = (
   failure: ValidationFailed,
   more: ReadonlyArray<ValidationIssue>
 ): ValidationFailed => {
   const total = (failure.issueCount ?? failure.issues.length) + more.length
-  const issues = [...failure.issues, ...more].slice(0, MAX_LISTED_ISSUES)
+  const issues = listed([...failure.issues, ...more], echoedIssue, ISSUES_BUDGET_BYTES)
   return new ValidationFailed({
-    message: total === 1 ? `${issues[0]!.path || "body"}: ${issues[0]!.message}` : "The request is invalid.",
+    message: messageOf(total, issues),
     status: failure.status,
     issues,
     ...(total > issues.length ? { issueCount: total } : {}),

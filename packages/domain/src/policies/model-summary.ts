@@ -60,21 +60,65 @@ const INVISIBLE = /[\p{Cc}\p{Cf}\p{Cs}\p{Co}]/gu
 export const MAX_MODEL_ANSWER_LENGTH = 1_000
 
 /**
- * What of a model's answer may be stored as ai_summary: plain text on one line (markup,
- * markdown markers and invisible characters removed), at most 280 characters cut at a
- * word. Null when nothing is left or the answer is far too long, so the caller keeps
- * the built-in summary.
+ * What a stored summary may be made of (an allow-list, docs/choices.md, "Summaries"):
+ * letters, marks, digits, spaces, dashes, quotation marks, currency signs and plain
+ * punctuation. Not in it, among others: `<` `>` (no markup), `[` `]` (no markdown link),
+ * backslash, braces, backticks, `=`, `|`, `^`.
  */
-export const sanitizeModelSummary = (answer: string): string | null => {
-  const text = answer
+const NOT_ALLOWED = /[^\p{L}\p{M}\p{N} \p{Pd}\p{Pi}\p{Pf}\p{Sc}.,;:!?'"()/&%@+#*_~…°]/gu
+
+/** The URL schemes a summary may keep; any other `scheme:` before more text is dropped. */
+const KEPT_SCHEMES = new Set(["http", "https"])
+
+/** A URL scheme as RFC 3986 spells it, directly followed by more text ("javascript:alert"). */
+const URL_SCHEME = /(?<![A-Za-z0-9+.-])([A-Za-z][A-Za-z0-9+.-]*):(?=\S)/g
+
+/**
+ * One pass of the cleaning. The pattern steps only make the result read better (a tag
+ * goes whole, a link keeps its text); what may remain is decided by NOT_ALLOWED and
+ * URL_SCHEME alone, whatever the patterns missed.
+ */
+const cleaningPass = (answer: string): string =>
+  answer
+    .normalize("NFKC")
     .replace(/\s+/g, " ")
     .replace(INVISIBLE, "")
-    .replace(/<\/?[A-Za-z][^>]*>/g, "")
+    // An HTML comment, then a tag (an unclosed one runs to the end, as a browser reads it).
+    .replace(/<!--[\s\S]*?(?:-->|$)/g, "")
+    .replace(/<(?=[A-Za-z/!?])[^>]*(?:>|$)/g, "")
+    // A markdown link or image keeps its text and, in parentheses, its target.
+    .replace(/!?\[([^\]]*)\]\(([^)\s]*)\)/g, "$1 ($2)")
+    // HTML character references (`&lt;`) are markup too.
+    .replace(/&#?[A-Za-z0-9]+;/g, "")
     .replace(/(\*\*|__|`+|~~)/g, "")
-    .replace(/^\s*(#+|[-*>]|\d+\.)\s+/, "")
+    .replace(NOT_ALLOWED, "")
+    .replace(URL_SCHEME, (scheme, name: string) => (KEPT_SCHEMES.has(name.toLowerCase()) ? scheme : ""))
+    .replace(/^\s*(#+|[-*+]|\d+\.)\s+/, "")
     .replace(/\s+/g, " ")
     .trim()
     .replace(/^(["'“‘])(.*)(["'”’])$/u, "$2")
     .trim()
-  return text === "" || text.length > MAX_MODEL_ANSWER_LENGTH ? null : truncate(text)
+
+/** Passes until nothing changes: removing one piece must not leave another behind (`<scr<script>ipt>`). */
+const MAX_PASSES = 8
+
+/**
+ * What of a model's answer may be stored as ai_summary: plain text on one line, made only
+ * of allowed characters (no `<` or `>`, no markdown link, no invisible character) and
+ * with no URL scheme but http and https, at most 280 characters cut at a word. Null when
+ * nothing is left, the answer is far too long, or it does not settle, so the caller keeps
+ * the built-in summary.
+ */
+export const sanitizeModelSummary = (answer: string): string | null => {
+  // Far past any summary: not worth the passes below (whose patterns scan the whole text).
+  if (answer.length > MAX_MODEL_ANSWER_LENGTH * 4) return null
+  let text = answer
+  for (let pass = 0; pass < MAX_PASSES; pass++) {
+    const cleaned = cleaningPass(text)
+    if (cleaned === text) {
+      return text === "" || text.length > MAX_MODEL_ANSWER_LENGTH ? null : truncate(text)
+    }
+    text = cleaned
+  }
+  return null
 }

@@ -5,10 +5,10 @@
  * predict it.
  */
 import type { SchemaField } from "../models.js"
+import { cutText } from "./cut-text.js"
 import { ownValue } from "./field-values.js"
 
 export const MAX_SUMMARY_LENGTH = 280
-const ELLIPSIS = "…"
 
 const oneLine = (text: string): string => text.replace(/\s+/g, " ").trim()
 
@@ -24,21 +24,8 @@ const render = (value: unknown): string | null => {
   return null
 }
 
-/**
- * Cuts `text` to at most `max` UTF-16 units (so also at most `max` characters) ending
- * in an ellipsis: at the last space when there is one in the second half, never inside
- * a surrogate pair, without a dangling separator.
- */
-export const truncate = (text: string, max = MAX_SUMMARY_LENGTH): string => {
-  if (text.length <= max) return text
-  let cut = max - ELLIPSIS.length
-  const code = text.charCodeAt(cut - 1)
-  if (code >= 0xd800 && code <= 0xdbff) cut -= 1
-  let head = text.slice(0, cut)
-  const space = head.lastIndexOf(" ")
-  if (space >= max / 2) head = head.slice(0, space)
-  return head.replace(/[\s;,:]+$/, "") + ELLIPSIS
-}
+/** `text` cut to at most `max` characters (280 by default) at a word, ending in an ellipsis (cut-text.ts). */
+export const truncate = (text: string, max = MAX_SUMMARY_LENGTH): string => cutText(text, max)
 
 /** The bot's fields that have a value, in schema order: one-line label and rendered value. */
 export const labelledValues = (

@@ -301,7 +301,8 @@ export const makeAccessLayer = (overrides: Partial<AccessSettings> = {}) =>
           Either.match(checkScope(principal.apiKey.scopes, scope), {
             onLeft: (error) => Effect.fail(error),
             onRight: () => Effect.void
-          })
+          }),
+        limiterFailingOpen: Effect.map(Clock.currentTimeMillis, (now) => limiterDown || now < openUntil)
       }
     })
   )

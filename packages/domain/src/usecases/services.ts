@@ -89,6 +89,11 @@ export class Access extends Context.Tag("@intake/Access")<
     /** The per-client-IP window for requests without a valid key (100 per minute). Fails open. */
     readonly limitAnonymous: (clientIp: string) => Effect.Effect<RateLimitDecision>
     readonly requireScope: (principal: Principal, scope: Scope) => Effect.Effect<void, InsufficientScopes>
+    /**
+     * Whether the limits are off for now because the limiter failed (its last answer was a
+     * failure, or its cool-down runs): what /readyz reports (docs/rules.md, Running).
+     */
+    readonly limiterFailingOpen: Effect.Effect<boolean>
   }
 >() {}
 

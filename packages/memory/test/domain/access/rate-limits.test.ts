@@ -96,11 +96,14 @@ describe("rate limits fail open", () => {
         const control = yield* LimiterControl
         const access = yield* Access
         const principal = yield* principalOf()
+        expect(yield* access.limiterFailingOpen).toBe(false)
         yield* control.setMode("fail")
 
         const during = yield* access.limitKey(principal)
         expect(during).toMatchObject({ allowed: true, limit: 100, retryAfterSeconds: 0 })
         expect(yield* control.calls).toBe(1)
+        // What /readyz reports.
+        expect(yield* access.limiterFailingOpen).toBe(true)
 
         // Within the cool-down the limiter is not asked, even though it works again.
         yield* control.setMode("answer")
@@ -108,11 +111,13 @@ describe("rate limits fail open", () => {
         expect((yield* access.limitKey(principal)).allowed).toBe(true)
         expect((yield* access.limitAnonymous("203.0.113.7")).allowed).toBe(true)
         expect(yield* control.calls).toBe(1)
+        expect(yield* access.limiterFailingOpen).toBe(true)
 
         // Afterwards it is asked and answers for real.
         yield* TestClock.adjust(1)
         expect(yield* access.limitKey(principal)).toMatchObject({ allowed: true, remaining: 99 })
         expect(yield* control.calls).toBe(2)
+        expect(yield* access.limiterFailingOpen).toBe(false)
       }).pipe(Effect.provide(accessTestLayer({ rateLimiter: ControlledRateLimiter })))
   )
 

@@ -11,13 +11,16 @@ import {
   InternalError,
   invalid,
   isApiError,
+  MAX_ECHOED_NAME_LENGTH,
+  MAX_ISSUE_MESSAGE_LENGTH,
   notFound,
   PlanLimitExceeded,
   RateLimitExceeded,
   StorageUnavailable,
-  WorkspaceArchived
+  WorkspaceArchived,
+  withIssues
 } from "@intake/domain"
-import { Schema } from "effect"
+import { FastCheck, Schema } from "effect"
 
 /** One error of each code, as the use cases raise them. */
 const oneOfEach: ReadonlyArray<ApiError> = [
@@ -64,5 +67,57 @@ describe("the error catalog", () => {
     expect(oneOfEach.every(isApiError)).toBe(true)
     expect(isApiError(new StorageUnavailable({ operation: "read" }))).toBe(false)
     expect(isApiError(new Error("plain"))).toBe(false)
+  })
+})
+
+describe("validation failures are bounded whatever the request", () => {
+  /** The error body as the HTTP layer writes it, in UTF-8 bytes. */
+  const bodyBytes = (error: ApiError) =>
+    new TextEncoder().encode(
+      JSON.stringify({
+        success: false,
+        error: { code: error.code, message: error.message, details: error.details }
+      })
+    ).length
+
+  // Names as a request may send them: long, full of characters JSON writes as six bytes.
+  const hostileText = FastCheck.oneof(
+    FastCheck.fullUnicodeString({ maxLength: 50 }),
+    FastCheck.tuple(
+      FastCheck.constantFrom("\u0001", '"', "é", "😀", "\ud800", "k"),
+      FastCheck.integer({ min: 1, max: 5_000 })
+    ).map(([unit, times]) => unit.repeat(times))
+  )
+  const issue = FastCheck.record({ path: hostileText, message: hostileText })
+
+  it("under 64 KB, names and messages cut, the first issue always listed and the totals kept", () => {
+    FastCheck.assert(
+      FastCheck.property(
+        FastCheck.array(issue, { minLength: 1, maxLength: 250 }),
+        FastCheck.array(hostileText, { maxLength: 250 }),
+        FastCheck.array(issue, { maxLength: 20 }),
+        (issues, unknownKeys, more) => {
+          const failure = invalid(issues, { unknownKeys })
+          for (const error of [failure, withIssues(failure, more)]) {
+            expect(bodyBytes(error)).toBeLessThan(64 * 1024)
+            expect(error.issues.length).toBeGreaterThan(0)
+            for (const listed of error.issues) {
+              expect(listed.path.length).toBeLessThanOrEqual(MAX_ECHOED_NAME_LENGTH)
+              expect(listed.message.length).toBeLessThanOrEqual(MAX_ISSUE_MESSAGE_LENGTH)
+            }
+          }
+          // A cut name is the start of the one sent: the answer still says where.
+          const first = failure.issues[0]!.path
+          expect(first === issues[0]!.path || issues[0]!.path.startsWith(first.slice(0, -1))).toBe(true)
+          expect(failure.details.issue_count ?? failure.issues.length).toBe(issues.length)
+          expect(failure.details.unknown_key_count ?? failure.details.unknown_keys!.length).toBe(
+            unknownKeys.length
+          )
+          for (const key of failure.details.unknown_keys!)
+            expect(key.length).toBeLessThanOrEqual(MAX_ECHOED_NAME_LENGTH)
+        }
+      ),
+      { numRuns: 200 }
+    )
   })
 })

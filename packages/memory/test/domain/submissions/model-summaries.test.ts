@@ -24,7 +24,7 @@ import {
   receiverDouble,
   requiredOnlyData
 } from "@intake/testing"
-import { Effect, Fiber, Layer, TestClock } from "effect"
+import { Effect, FastCheck, Fiber, Layer, TestClock } from "effect"
 
 const NOW = Date.now()
 const BUILT_IN = "Name: Ada Lovelace; Email: ada@example.com"
@@ -224,6 +224,77 @@ describe("what a model's answer may become", () => {
     expect(kept.endsWith("…")).toBe(true)
     expect(answer.startsWith(kept.slice(0, -1))).toBe(true)
     expect(answer[kept.length - 1]).toBe(" ")
+  })
+
+  it("the hostile answers of issue reports become plain text without markup, links or scripts", () => {
+    expect(sanitizeModelSummary("Ada asks about pricing <img src=x onerror=alert(1)//")).toBe(
+      "Ada asks about pricing"
+    )
+    // An unclosed tag runs to the end: nothing is left, so the built-in summary stays.
+    expect(sanitizeModelSummary("<svg/onload=alert(1) Ada asks about pricing")).toBeNull()
+    expect(sanitizeModelSummary("Ada asks <!-- hidden --> about pricing")).toBe("Ada asks about pricing")
+    expect(sanitizeModelSummary("<scr<script>ipt>alert(1)</scr<script>ipt>")).toBe("iptalert(1)ipt")
+    expect(sanitizeModelSummary("Ada asks: [click](javascript:alert(1))")).toBe("Ada asks: click (alert(1))")
+    expect(sanitizeModelSummary("See [the plan](https://example.com/plan) &lt;b&gt;")).toBe(
+      "See the plan (https://example.com/plan) b"
+    )
+    expect(sanitizeModelSummary("Ada ＜script＞ asks, JaVaScRiPt:alert(1) data:text/html,x")).toBe(
+      "Ada asks, alert(1) text/html,x"
+    )
+  })
+
+  it("whatever the answer: no < or >, no markdown link, no scheme but http(s), one line of at most 280", () => {
+    // Pieces of markup, links, schemes and invisible characters, shuffled with arbitrary text.
+    const markup = [
+      "<",
+      ">",
+      "</",
+      "<!--",
+      "-->",
+      "<script>",
+      "script",
+      "img src=x onerror=alert(1)",
+      "svg/onload="
+    ]
+    const links = ["[", "]", "](", ")", "(", "![", "[x]: ", "http://", "https:", "://", ":", "#"]
+    const schemes = ["javascript:", "JaVaScRiPt:", "java\tscript:", "data:", "vbscript:", "mailto:"]
+    const escapes = [
+      "&lt;",
+      "&#60;",
+      "&#x3c;",
+      "&",
+      ";",
+      "\uff1c",
+      "\ufe64",
+      "\uff3b",
+      "**",
+      "`",
+      "\\",
+      '"',
+      "'"
+    ]
+    const invisible = ["\u200b", "\u202e", "\u0000", "\n"]
+    const words = [" ", "-", "1.", "Ada", "asks", "é"]
+    const pieces = FastCheck.constantFrom(...markup, ...links, ...schemes, ...escapes, ...invisible, ...words)
+    const answers = FastCheck.array(FastCheck.oneof(pieces, FastCheck.fullUnicodeString({ maxLength: 4 })), {
+      maxLength: 60
+    }).map((parts) => parts.join(""))
+    FastCheck.assert(
+      FastCheck.property(answers, (answer) => {
+        const kept = sanitizeModelSummary(answer)
+        if (kept === null) return
+        expect(kept).not.toMatch(/[<>[\]\\`{}|=^\p{Cc}\p{Cf}\p{Cs}\p{Co}]/u)
+        expect(kept.normalize("NFKC")).not.toMatch(/[<>[\]]/)
+        for (const [, scheme] of kept.matchAll(/(?<![A-Za-z0-9+.-])([A-Za-z][A-Za-z0-9+.-]*):(?=\S)/g))
+          expect(["http", "https"]).toContain(scheme!.toLowerCase())
+        expect(kept).not.toMatch(/\s\s|^\s|\s$/)
+        expect(kept.length).toBeLessThanOrEqual(280)
+        expect(kept).not.toBe("")
+        // A summary kept is clean already: cleaning it again changes nothing.
+        expect(sanitizeModelSummary(kept)).toBe(kept)
+      }),
+      { numRuns: 2_000 }
+    )
   })
 
   it("nothing when nothing is left, or when the answer is far longer than a summary", () => {
