@@ -32,7 +32,7 @@ const header = (headers: WebhookHeaders, name: string): string | undefined => {
 const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}(?:==)?|[A-Za-z0-9+/]{3}=?)?$/
 
 /** The bytes of a base64 text; undefined, never an exception, when it is not base64. */
-const fromBase64 = (text: string): Uint8Array | undefined => {
+const fromBase64 = (text: string): Uint8Array<ArrayBuffer> | undefined => {
   if (!BASE64.test(text)) return undefined
   let binary: string
   try {
