@@ -116,11 +116,17 @@ const discriminated = (property: string, members: ReadonlyArray<readonly [string
   }
 })
 
-/** The error envelope narrowed to one status: `error` is one of the codes it can carry, typed by code. */
+/**
+ * The error envelope narrowed to one status: `error` is one of the codes it can carry, typed
+ * by code. The narrowing part repeats what is required, so a generator that types each part
+ * of an allOf on its own still gets `success` and `error` as required, not optional.
+ */
 const errorEnvelopeOf = (codes: ReadonlyArray<ErrorCode>) => ({
   allOf: [
     { $ref: schemaRef("ErrorEnvelope") },
     {
+      type: "object",
+      required: ["success", "error"],
       properties: {
         error: discriminated(
           "code",
@@ -215,7 +221,14 @@ const webhooksSection = (schemas: Record<string, Json>) =>
             required: true,
             content: {
               "application/json": {
-                schema: OpenApiJsonSchema.makeWithDefs(schema as Schema.Schema.Any, { defs: schemas }),
+                // A WebhookEvent, namely this one: a receiver types its endpoint's body with the
+                // union (one URL gets every event it subscribes to), each entry names its member.
+                schema: {
+                  allOf: [
+                    { $ref: schemaRef("WebhookEvent") },
+                    OpenApiJsonSchema.makeWithDefs(schema as Schema.Schema.Any, { defs: schemas })
+                  ]
+                },
                 example: webhookEventExamples[type]
               }
             }
@@ -226,11 +239,19 @@ const webhooksSection = (schemas: Record<string, Json>) =>
     ])
   )
 
+/** What the document says of its license: none granted, as package.json's `UNLICENSED` says. */
+const LICENSE = {
+  name: "Proprietary (UNLICENSED): all rights reserved",
+  identifier: "LicenseRef-Proprietary"
+} as const
+
 /** Components the generator made for shapes the server never answers. */
 const UNUSED_SCHEMAS = ["HttpApiDecodeError", "Issue", "PropertyKey"]
 
 const build = (): Json => {
   const document: Json = structuredClone(OpenApi.fromApi(IntakeApi))
+  // The project grants no license (package.json: UNLICENSED); SPDX names that LicenseRef-*.
+  document.info.license = LICENSE
   document.info.description =
     "Intake API v1. Every answer is an envelope: `{ success: true, data }` or `{ success: false, error: { code, message, details } }`. Authenticate with `Authorization: Bearer svc_live_…`."
   // Relative: the paths are on the host that served this document, wherever it is deployed,
