@@ -125,7 +125,10 @@ export interface IntakeClientOptions {
   readonly timeoutMs?: number
   /** Cancels every call of this client (each rejects with the signal's reason). */
   readonly signal?: AbortSignal
-  /** Sent as User-Agent (default `intake-client/<version>`). Browsers may not send it. */
+  /**
+   * Sent as User-Agent (default `intake-client/<version>`, except in a browser, which sends
+   * its own: a script's User-Agent would need a CORS preflight that Intake's CORS does not allow).
+   */
   readonly userAgent?: string
   /** Called before each retry; an exception it throws rejects the call instead of retrying. */
   readonly onRetry?: (retry: RetryInfo) => void
@@ -208,6 +211,16 @@ const unlessAborted = <A>(work: Promise<A>, signal: AbortSignal): Promise<A> =>
       }
     )
   })
+
+/**
+ * Whether this runs in a browser (or a browser's worker): their navigator.userAgent starts
+ * with "Mozilla/", where Node 21+, Deno, Bun and edge runtimes name themselves.
+ */
+const inBrowser = (): boolean => {
+  const userAgent = (globalThis as { readonly navigator?: { readonly userAgent?: unknown } }).navigator
+    ?.userAgent
+  return typeof userAgent === "string" && userAgent.startsWith("Mozilla/")
+}
 
 /** A count of milliseconds or seconds an option may hold: a number, 0 or more (`Infinity` where allowed). */
 const checkedOption = (name: string, value: number, allowInfinity: boolean, min = 0): number => {
@@ -306,7 +319,7 @@ export class IntakeClient {
   readonly #maxRetryAfterSeconds: number
   readonly #timeoutMs: number
   readonly #signal: AbortSignal | undefined
-  readonly #userAgent: string
+  readonly #userAgent: string | undefined
   readonly #onRetry: ((retry: RetryInfo) => void) | undefined
   readonly #fetch: Fetch
   readonly #sleep: (ms: number, signal: AbortSignal) => Promise<void>
@@ -323,7 +336,7 @@ export class IntakeClient {
     )
     this.#timeoutMs = checkedOption("timeoutMs", options.timeoutMs ?? DEFAULT_TIMEOUT_MS, true, 1)
     this.#signal = options.signal
-    this.#userAgent = options.userAgent ?? `intake-client/${VERSION}`
+    this.#userAgent = options.userAgent ?? (inBrowser() ? undefined : `intake-client/${VERSION}`)
     this.#onRetry = options.onRetry
     this.#fetch = options.fetch ?? ((url, init) => fetch(url, init))
     this.#sleep = options.sleep ?? timerSleep
@@ -492,9 +505,9 @@ export class IntakeClient {
   async #request<T>(method: string, path: string, body?: unknown, options: PostOptions = {}): Promise<T> {
     const headers: Record<string, string> = {
       authorization: `Bearer ${this.#apiKey}`,
-      accept: "application/json",
-      "user-agent": this.#userAgent
+      accept: "application/json"
     }
+    if (this.#userAgent !== undefined) headers["user-agent"] = this.#userAgent
     if (body !== undefined) headers["content-type"] = "application/json"
     // One key for every attempt: a retry after a lost answer replays it instead of creating twice.
     if (method === "POST") headers["idempotency-key"] = options.idempotencyKey ?? crypto.randomUUID()

@@ -8,8 +8,9 @@ import { readFileSync } from "node:fs"
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http"
 import type { AddressInfo } from "node:net"
 import { join } from "node:path"
-import { afterEach, describe, expect, it } from "vitest"
+import { afterEach, describe, expect, it, vi } from "vitest"
 import {
+  type Fetch,
   IntakeClient,
   type IntakeClientOptions,
   IntakeError,
@@ -106,6 +107,25 @@ describe("User-Agent", () => {
       `intake-client/${packageJson.version}`,
       "acme-sync/2.1"
     ])
+  })
+
+  it("is not set by default in a browser, which sends its own (Intake's CORS allows no script-set User-Agent)", async () => {
+    vi.stubGlobal("navigator", { userAgent: "Mozilla/5.0 (X11; Linux x86_64) Firefox/140.0" })
+    try {
+      const server = await loopback([deleted, deleted])
+      const sent: Array<Record<string, string>> = []
+      const fetchRecorded: Fetch = (url, init) => {
+        sent.push(init.headers)
+        return fetch(url, init)
+      }
+      await recording(server.baseUrl, { fetch: fetchRecorded }).client.deleteWebhook("wh_1")
+      await recording(server.baseUrl, { fetch: fetchRecorded, userAgent: "acme-web/3" }).client.deleteWebhook(
+        "wh_1"
+      )
+      expect(sent.map((headers) => headers["user-agent"])).toEqual([undefined, "acme-web/3"])
+    } finally {
+      vi.unstubAllGlobals()
+    }
   })
 })
 
