@@ -155,6 +155,8 @@ export interface PostOptions extends RequestOptions {
 
 const MAX_BACKOFF_MS = 8_000
 const DEFAULT_TIMEOUT_MS = 60_000
+/** The longest delay setTimeout keeps (about 24.8 days): a longer one would fire at once. */
+const MAX_TIMER_MS = 2 ** 31 - 1
 
 /** Waits `ms`, or rejects with the signal's reason as soon as it aborts. */
 const timerSleep = (ms: number, signal: AbortSignal) =>
@@ -164,10 +166,13 @@ const timerSleep = (ms: number, signal: AbortSignal) =>
       clearTimeout(timer)
       reject(signal.reason)
     }
-    const timer = setTimeout(() => {
-      signal.removeEventListener("abort", aborted)
-      resolve()
-    }, ms)
+    const timer = setTimeout(
+      () => {
+        signal.removeEventListener("abort", aborted)
+        resolve()
+      },
+      Math.min(ms, MAX_TIMER_MS)
+    )
     signal.addEventListener("abort", aborted, { once: true })
   })
 
@@ -566,15 +571,17 @@ export class IntakeClient {
   ): Promise<{ readonly done: true; readonly data: unknown } | Failure> {
     if (callSignal.aborted) throw callSignal.reason
     const attempt = linkedSignal([callSignal])
-    const timer = Number.isFinite(timeoutMs)
-      ? setTimeout(
-          () =>
-            attempt.controller.abort(
-              new IntakeTimeoutError(`${method} ${path}: no answer within ${timeoutMs} ms`, timeoutMs)
-            ),
-          timeoutMs
-        )
-      : undefined
+    // A timeout past what a timer keeps is no timeout at all (as Infinity).
+    const timer =
+      timeoutMs <= MAX_TIMER_MS
+        ? setTimeout(
+            () =>
+              attempt.controller.abort(
+                new IntakeTimeoutError(`${method} ${path}: no answer within ${timeoutMs} ms`, timeoutMs)
+              ),
+            timeoutMs
+          )
+        : undefined
     const init: FetchInit = {
       method,
       headers,

@@ -160,6 +160,22 @@ describe("timeoutMs", () => {
   })
 })
 
+describe("timeoutMs past what a timer keeps", () => {
+  it("waits as Infinity does, instead of a timer that overflows and fires at once", async () => {
+    const later: Answer = (request, response) => {
+      setTimeout(() => deleted(request, response), 30)
+    }
+    const server = await loopback([later, later])
+    for (const timeoutMs of [2 ** 31, Number.POSITIVE_INFINITY]) {
+      const { client } = recording(server.baseUrl, { timeoutMs, maxRetries: 0 })
+      await expect(client.deleteWebhook("wh_1"), String(timeoutMs)).resolves.toEqual({
+        id: "wh_1",
+        deleted: true
+      })
+    }
+  })
+})
+
 describe("signal", () => {
   it("a call's signal cancels the request in flight: rejected with the signal's reason, not retried", async () => {
     const controller = new AbortController()
