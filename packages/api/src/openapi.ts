@@ -206,6 +206,8 @@ const STANDARD_WEBHOOK_HEADERS = [
   schema: { type: "string" }
 }))
 
+const WEBHOOK_ANSWER = { "2XX": { description: "Received; any 2xx answer counts as delivered." } }
+
 const webhooksSection = (schemas: Record<string, Json>) =>
   Object.fromEntries(
     webhookEvents.map(({ type, schema, summary }) => [
@@ -221,23 +223,52 @@ const webhooksSection = (schemas: Record<string, Json>) =>
             required: true,
             content: {
               "application/json": {
-                // A WebhookEvent, namely this one: a receiver types its endpoint's body with the
-                // union (one URL gets every event it subscribes to), each entry names its member.
-                schema: {
-                  allOf: [
-                    { $ref: schemaRef("WebhookEvent") },
-                    OpenApiJsonSchema.makeWithDefs(schema as Schema.Schema.Any, { defs: schemas })
-                  ]
-                },
+                schema: OpenApiJsonSchema.makeWithDefs(schema as Schema.Schema.Any, { defs: schemas }),
                 example: webhookEventExamples[type]
               }
             }
           },
-          responses: { "2XX": { description: "Received; any 2xx answer counts as delivered." } }
+          responses: WEBHOOK_ANSWER
         }
       }
     ])
   )
+
+/**
+ * What an endpoint's URL receives once registered: any WebhookEvent it subscribes to, on one
+ * URL (an OpenAPI callback of the create). The `webhooks` section has each event on its own;
+ * this is the union a receiver types its body with.
+ */
+const deliveriesCallback = () => ({
+  delivery: {
+    "{$request.body#/url}": {
+      post: {
+        summary: "A delivery to the endpoint's URL",
+        description:
+          "Each event the endpoint subscribes to, one per request, signed per Standard Webhooks (the `webhooks` section describes each event). Answer 2xx within 10 seconds; other answers are retried.",
+        operationId: "webhook.delivery",
+        security: [],
+        parameters: STANDARD_WEBHOOK_HEADERS,
+        requestBody: {
+          required: true,
+          content: {
+            "application/json": {
+              schema: { $ref: schemaRef("WebhookEvent") },
+              example: webhookEventExamples["submission.completed"]
+            }
+          }
+        },
+        responses: {
+          ...WEBHOOK_ANSWER,
+          "4XX": {
+            description:
+              "Not received: retried on the schedule, as any answer but a 2xx; 410 Gone disables the endpoint instead."
+          }
+        }
+      }
+    }
+  }
+})
 
 /** What the document says of its license: none granted, as package.json's `UNLICENSED` says. */
 const LICENSE = {
@@ -289,6 +320,7 @@ const build = (): Json => {
   }
   for (const endpoint of servedEndpoints) rewriteOperation(document, endpoint)
   document.webhooks = webhooksSection(schemas)
+  document.paths["/v1/webhooks"].post.callbacks = deliveriesCallback()
   dropEffectIds(document)
   return document
 }
