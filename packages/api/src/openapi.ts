@@ -116,11 +116,17 @@ const discriminated = (property: string, members: ReadonlyArray<readonly [string
   }
 })
 
-/** The error envelope narrowed to one status: `error` is one of the codes it can carry, typed by code. */
+/**
+ * The error envelope narrowed to one status: `error` is one of the codes it can carry, typed
+ * by code. The narrowing part repeats what is required, so a generator that types each part
+ * of an allOf on its own still gets `success` and `error` as required, not optional.
+ */
 const errorEnvelopeOf = (codes: ReadonlyArray<ErrorCode>) => ({
   allOf: [
     { $ref: schemaRef("ErrorEnvelope") },
     {
+      type: "object",
+      required: ["success", "error"],
       properties: {
         error: discriminated(
           "code",
@@ -200,6 +206,8 @@ const STANDARD_WEBHOOK_HEADERS = [
   schema: { type: "string" }
 }))
 
+const WEBHOOK_ANSWER = { "2XX": { description: "Received; any 2xx answer counts as delivered." } }
+
 const webhooksSection = (schemas: Record<string, Json>) =>
   Object.fromEntries(
     webhookEvents.map(({ type, schema, summary }) => [
@@ -220,17 +228,61 @@ const webhooksSection = (schemas: Record<string, Json>) =>
               }
             }
           },
-          responses: { "2XX": { description: "Received; any 2xx answer counts as delivered." } }
+          responses: WEBHOOK_ANSWER
         }
       }
     ])
   )
+
+/**
+ * What an endpoint's URL receives once registered: any WebhookEvent it subscribes to, on one
+ * URL (an OpenAPI callback of the create). The `webhooks` section has each event on its own;
+ * this is the union a receiver types its body with.
+ */
+const deliveriesCallback = () => ({
+  delivery: {
+    "{$request.body#/url}": {
+      post: {
+        summary: "A delivery to the endpoint's URL",
+        description:
+          "Each event the endpoint subscribes to, one per request, signed per Standard Webhooks (the `webhooks` section describes each event). Answer 2xx within 10 seconds; other answers are retried.",
+        operationId: "webhook.delivery",
+        security: [],
+        parameters: STANDARD_WEBHOOK_HEADERS,
+        requestBody: {
+          required: true,
+          content: {
+            "application/json": {
+              schema: { $ref: schemaRef("WebhookEvent") },
+              example: webhookEventExamples["submission.completed"]
+            }
+          }
+        },
+        responses: {
+          ...WEBHOOK_ANSWER,
+          "4XX": {
+            description:
+              "Not received: retried on the schedule, as any answer but a 2xx; 410 Gone disables the endpoint instead."
+          }
+        }
+      }
+    }
+  }
+})
+
+/** What the document says of its license: none granted, as package.json's `UNLICENSED` says. */
+const LICENSE = {
+  name: "Proprietary (UNLICENSED): all rights reserved",
+  identifier: "LicenseRef-Proprietary"
+} as const
 
 /** Components the generator made for shapes the server never answers. */
 const UNUSED_SCHEMAS = ["HttpApiDecodeError", "Issue", "PropertyKey"]
 
 const build = (): Json => {
   const document: Json = structuredClone(OpenApi.fromApi(IntakeApi))
+  // The project grants no license (package.json: UNLICENSED); SPDX names that LicenseRef-*.
+  document.info.license = LICENSE
   document.info.description =
     "Intake API v1. Every answer is an envelope: `{ success: true, data }` or `{ success: false, error: { code, message, details } }`. Authenticate with `Authorization: Bearer svc_live_…`."
   // Relative: the paths are on the host that served this document, wherever it is deployed,
@@ -268,6 +320,7 @@ const build = (): Json => {
   }
   for (const endpoint of servedEndpoints) rewriteOperation(document, endpoint)
   document.webhooks = webhooksSection(schemas)
+  document.paths["/v1/webhooks"].post.callbacks = deliveriesCallback()
   dropEffectIds(document)
   return document
 }

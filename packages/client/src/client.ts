@@ -1,10 +1,11 @@
 /**
  * The client: one typed method per v1 operation, on the global `fetch`. Every request is
- * retried on 429 rate_limit_exceeded (after Retry-After), 5xx and network errors, with
- * exponential backoff; a POST carries an Idempotency-Key (generated unless given), the same
- * on every retry, so a retried create never creates twice.
+ * retried on 429 rate_limit_exceeded (after Retry-After, up to a bound), 5xx, network errors
+ * and timeouts, with exponential backoff; a POST carries an Idempotency-Key (generated unless
+ * given), the same on every retry, so a retried create never creates twice. Each attempt has
+ * a timeout; a caller's AbortSignal cancels the call, the wait before a retry included.
  */
-import { IntakeConnectionError, IntakeError, IntakeUnexpectedResponse } from "./errors.js"
+import { IntakeConnectionError, IntakeError, IntakeTimeoutError, IntakeUnexpectedResponse } from "./errors.js"
 import type {
   ApiError,
   CreatedSubmission,
@@ -31,6 +32,7 @@ import type {
   WebhookListPage,
   WebhookWithSecret
 } from "./types.js"
+import { VERSION } from "./version.js"
 
 /** Each v1 operation: its method and path (checked against the contract in a test). */
 export const operations = {
@@ -61,11 +63,45 @@ export interface FetchResponse {
   readonly text: () => Promise<string>
 }
 
-/** The global fetch, or any function of the same shape (a test double, a proxy agent). */
-export type Fetch = (
-  url: string,
-  init: { readonly method: string; readonly headers: Record<string, string>; readonly body?: string }
-) => Promise<FetchResponse>
+/** What the client passes to fetch. */
+export interface FetchInit {
+  readonly method: string
+  readonly headers: Record<string, string>
+  readonly body?: string
+  /** Aborted on the call's timeout or on the caller's signal. */
+  readonly signal: AbortSignal
+}
+
+/**
+ * The global fetch, or any function of the same shape (a test double, a proxy agent). One
+ * that ignores `init.signal` is not waited for past the timeout or an abort all the same.
+ */
+export type Fetch = (url: string, init: FetchInit) => Promise<FetchResponse>
+
+/** Why a request is retried. */
+export type RetryReason =
+  /** The request failed before an answer (connection refused or reset, DNS). */
+  | "network_error"
+  /** No whole answer within `timeoutMs`. */
+  | "timeout"
+  /** A 5xx answer. */
+  | "server_error"
+  /** A 429 `rate_limit_exceeded`: the delay is its Retry-After. */
+  | "rate_limited"
+
+/** What `onRetry` is told before each retry. */
+export interface RetryInfo {
+  /** The retry about to be made: 1 before the first retry (the second attempt), and so on. */
+  readonly attempt: number
+  /** How long the client waits before it, in milliseconds. */
+  readonly delayMs: number
+  readonly reason: RetryReason
+  /** The failure of the attempt being retried. */
+  readonly error: IntakeError | IntakeConnectionError | IntakeUnexpectedResponse
+  readonly method: string
+  /** The path and query, as `/v1/webhooks?limit=10`. */
+  readonly path: string
+}
 
 export interface IntakeClientOptions {
   /** `svc_live_…` */
@@ -76,19 +112,127 @@ export interface IntakeClientOptions {
   readonly maxRetries?: number
   /** The first backoff delay in milliseconds, doubled each retry, with jitter (default 500). */
   readonly retryDelayMs?: number
-  /** A Retry-After longer than this (seconds) is not waited for: the 429 is thrown (default 60). */
+  /**
+   * The longest Retry-After (seconds) a 429 `rate_limit_exceeded` is waited for (default 60);
+   * past it the 429 is thrown at once as an IntakeError. 0 never waits on a 429.
+   */
   readonly maxRetryAfterSeconds?: number
+  /**
+   * How long each attempt may take, answer body included, in milliseconds (default 60000);
+   * then it is aborted and retried like a network error, and the last one throws
+   * IntakeTimeoutError. `Infinity` waits for ever.
+   */
+  readonly timeoutMs?: number
+  /** Cancels every call of this client (each rejects with the signal's reason). */
+  readonly signal?: AbortSignal
+  /**
+   * Sent as User-Agent (default `intake-client/<version>`, except in a browser, which sends
+   * its own: a script's User-Agent would need a CORS preflight that Intake's CORS does not allow).
+   */
+  readonly userAgent?: string
+  /** Called before each retry; an exception it throws rejects the call instead of retrying. */
+  readonly onRetry?: (retry: RetryInfo) => void
   readonly fetch?: Fetch
+  /**
+   * How the client waits before a retry (default: a timer); it must reject with the signal's
+   * reason when the signal aborts. For tests, and for schedulers of your own.
+   */
+  readonly sleep?: (ms: number, signal: AbortSignal) => Promise<void>
 }
 
-export interface PostOptions {
+/** Per call: overrides of the client's options. */
+export interface RequestOptions {
+  /** Cancels this call: the request in flight and any wait before a retry. */
+  readonly signal?: AbortSignal
+  /** This call's `timeoutMs` (each attempt's), instead of the client's. */
+  readonly timeoutMs?: number
+}
+
+export interface PostOptions extends RequestOptions {
   /** Sent as Idempotency-Key; a random UUID when omitted. Reused on every retry. */
   readonly idempotencyKey?: string
 }
 
 const MAX_BACKOFF_MS = 8_000
+const DEFAULT_TIMEOUT_MS = 60_000
+/** The longest delay setTimeout keeps (about 24.8 days): a longer one would fire at once. */
+const MAX_TIMER_MS = 2 ** 31 - 1
 
-const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
+/** Waits `ms`, or rejects with the signal's reason as soon as it aborts. */
+const timerSleep = (ms: number, signal: AbortSignal) =>
+  new Promise<void>((resolve, reject) => {
+    if (signal.aborted) return reject(signal.reason)
+    const aborted = () => {
+      clearTimeout(timer)
+      reject(signal.reason)
+    }
+    const timer = setTimeout(
+      () => {
+        signal.removeEventListener("abort", aborted)
+        resolve()
+      },
+      Math.min(ms, MAX_TIMER_MS)
+    )
+    signal.addEventListener("abort", aborted, { once: true })
+  })
+
+/**
+ * A signal that aborts when any of `signals` does (with its reason), and `release` to stop
+ * listening to them: a client's signal outlives its calls, so each call must let go of it.
+ */
+const linkedSignal = (signals: ReadonlyArray<AbortSignal | undefined>) => {
+  const controller = new AbortController()
+  const sources = signals.filter((signal): signal is AbortSignal => signal !== undefined)
+  const listeners = sources.map((source) => {
+    const listener = () => controller.abort(source.reason)
+    if (source.aborted) controller.abort(source.reason)
+    else source.addEventListener("abort", listener, { once: true })
+    return [source, listener] as const
+  })
+  return {
+    controller,
+    signal: controller.signal,
+    release: () => {
+      for (const [source, listener] of listeners) source.removeEventListener("abort", listener)
+    }
+  }
+}
+
+/** Settles as `work` does, or rejects with the signal's reason when it aborts first. */
+const unlessAborted = <A>(work: Promise<A>, signal: AbortSignal): Promise<A> =>
+  new Promise<A>((resolve, reject) => {
+    const aborted = () => reject(signal.reason)
+    if (signal.aborted) aborted()
+    else signal.addEventListener("abort", aborted, { once: true })
+    // Settled either way, so a rejection after the abort is not left unhandled.
+    work.then(
+      (value) => {
+        signal.removeEventListener("abort", aborted)
+        resolve(value)
+      },
+      (error: unknown) => {
+        signal.removeEventListener("abort", aborted)
+        reject(error)
+      }
+    )
+  })
+
+/**
+ * Whether this runs in a browser (or a browser's worker): their navigator.userAgent starts
+ * with "Mozilla/", where Node 21+, Deno, Bun and edge runtimes name themselves.
+ */
+const inBrowser = (): boolean => {
+  const userAgent = (globalThis as { readonly navigator?: { readonly userAgent?: unknown } }).navigator
+    ?.userAgent
+  return typeof userAgent === "string" && userAgent.startsWith("Mozilla/")
+}
+
+/** A count of milliseconds or seconds an option may hold: a number, 0 or more (`Infinity` where allowed). */
+const checkedOption = (name: string, value: number, allowInfinity: boolean, min = 0): number => {
+  if (Number.isNaN(value) || value < min || (!allowInfinity && !Number.isFinite(value)))
+    throw new RangeError(`${name} must be a number of at least ${min} (got ${value})`)
+  return value
+}
 
 /** Retry-After in seconds (a number of seconds, or an HTTP date). */
 const retryAfterSeconds = (value: string | null, now: number): number | undefined => {
@@ -178,44 +322,67 @@ export class IntakeClient {
   readonly #maxRetries: number
   readonly #retryDelayMs: number
   readonly #maxRetryAfterSeconds: number
+  readonly #timeoutMs: number
+  readonly #signal: AbortSignal | undefined
+  readonly #userAgent: string | undefined
+  readonly #onRetry: ((retry: RetryInfo) => void) | undefined
   readonly #fetch: Fetch
+  readonly #sleep: (ms: number, signal: AbortSignal) => Promise<void>
 
   constructor(options: IntakeClientOptions) {
     this.#apiKey = options.apiKey
     this.#baseUrl = (options.baseUrl ?? "http://localhost:3000").replace(/\/+$/, "")
-    this.#maxRetries = options.maxRetries ?? 2
-    this.#retryDelayMs = options.retryDelayMs ?? 500
-    this.#maxRetryAfterSeconds = options.maxRetryAfterSeconds ?? 60
+    this.#maxRetries = checkedOption("maxRetries", options.maxRetries ?? 2, false)
+    this.#retryDelayMs = checkedOption("retryDelayMs", options.retryDelayMs ?? 500, false)
+    this.#maxRetryAfterSeconds = checkedOption(
+      "maxRetryAfterSeconds",
+      options.maxRetryAfterSeconds ?? 60,
+      true
+    )
+    this.#timeoutMs = checkedOption("timeoutMs", options.timeoutMs ?? DEFAULT_TIMEOUT_MS, true, 1)
+    this.#signal = options.signal
+    this.#userAgent = options.userAgent ?? (inBrowser() ? undefined : `intake-client/${VERSION}`)
+    this.#onRetry = options.onRetry
     this.#fetch = options.fetch ?? ((url, init) => fetch(url, init))
+    this.#sleep = options.sleep ?? timerSleep
   }
 
   // ---------------------------------------------------------------- intake bots
 
-  listIntakeBots(params: ListParams = {}): ListRequest<IntakeBotListPage, IntakeBotListItem> {
-    return this.#list("/v1/intake-bots", params, (page: IntakeBotListPage) => page.intake_bots)
+  listIntakeBots(
+    params: ListParams = {},
+    options: RequestOptions = {}
+  ): ListRequest<IntakeBotListPage, IntakeBotListItem> {
+    return this.#list("/v1/intake-bots", params, options, (page: IntakeBotListPage) => page.intake_bots)
   }
 
-  async getIntakeBot(id: string): Promise<IntakeBot> {
-    return (await this.#request<{ intake_bot: IntakeBot }>("GET", `/v1/intake-bots/${segment(id)}`))
-      .intake_bot
+  async getIntakeBot(id: string, options: RequestOptions = {}): Promise<IntakeBot> {
+    const path = `/v1/intake-bots/${segment(id)}`
+    return (await this.#request<{ intake_bot: IntakeBot }>("GET", path, undefined, options)).intake_bot
   }
 
   // ---------------------------------------------------------------- submissions
 
   listSubmissions(
     botId: string,
-    params: SubmissionListParams = {}
+    params: SubmissionListParams = {},
+    options: RequestOptions = {}
   ): ListRequest<SubmissionListPage, SubmissionListItem> {
     return this.#list(
       `/v1/intake-bots/${segment(botId)}/submissions`,
       params,
+      options,
       (page: SubmissionListPage) => page.submissions
     )
   }
 
-  async getSubmission(botId: string, submissionId: string): Promise<Submission> {
+  async getSubmission(
+    botId: string,
+    submissionId: string,
+    options: RequestOptions = {}
+  ): Promise<Submission> {
     const path = `/v1/intake-bots/${segment(botId)}/submissions/${segment(submissionId)}`
-    return (await this.#request<{ submission: Submission }>("GET", path)).submission
+    return (await this.#request<{ submission: Submission }>("GET", path, undefined, options)).submission
   }
 
   async createSubmission(
@@ -229,12 +396,13 @@ export class IntakeClient {
 
   // ---------------------------------------------------------------- webhooks
 
-  listWebhooks(params: ListParams = {}): ListRequest<WebhookListPage, Webhook> {
-    return this.#list("/v1/webhooks", params, (page: WebhookListPage) => page.webhooks)
+  listWebhooks(params: ListParams = {}, options: RequestOptions = {}): ListRequest<WebhookListPage, Webhook> {
+    return this.#list("/v1/webhooks", params, options, (page: WebhookListPage) => page.webhooks)
   }
 
-  async getWebhook(id: string): Promise<Webhook> {
-    return (await this.#request<{ webhook: Webhook }>("GET", `/v1/webhooks/${segment(id)}`)).webhook
+  async getWebhook(id: string, options: RequestOptions = {}): Promise<Webhook> {
+    const path = `/v1/webhooks/${segment(id)}`
+    return (await this.#request<{ webhook: Webhook }>("GET", path, undefined, options)).webhook
   }
 
   /** The answer carries the signing secret, shown this once. */
@@ -243,12 +411,13 @@ export class IntakeClient {
       .webhook
   }
 
-  async updateWebhook(id: string, body: UpdateWebhookBody): Promise<Webhook> {
-    return (await this.#request<{ webhook: Webhook }>("PATCH", `/v1/webhooks/${segment(id)}`, body)).webhook
+  async updateWebhook(id: string, body: UpdateWebhookBody, options: RequestOptions = {}): Promise<Webhook> {
+    const path = `/v1/webhooks/${segment(id)}`
+    return (await this.#request<{ webhook: Webhook }>("PATCH", path, body, options)).webhook
   }
 
-  async deleteWebhook(id: string): Promise<Deleted> {
-    return this.#request<Deleted>("DELETE", `/v1/webhooks/${segment(id)}`)
+  async deleteWebhook(id: string, options: RequestOptions = {}): Promise<Deleted> {
+    return this.#request<Deleted>("DELETE", `/v1/webhooks/${segment(id)}`, undefined, options)
   }
 
   /**
@@ -285,18 +454,20 @@ export class IntakeClient {
 
   listDeliveries(
     webhookId: string,
-    params: DeliveryListParams = {}
+    params: DeliveryListParams = {},
+    options: RequestOptions = {}
   ): ListRequest<DeliveryListPage, Delivery> {
     return this.#list(
       `/v1/webhooks/${segment(webhookId)}/deliveries`,
       params,
+      options,
       (page: DeliveryListPage) => page.deliveries
     )
   }
 
-  async getDelivery(webhookId: string, deliveryId: string): Promise<Delivery> {
+  async getDelivery(webhookId: string, deliveryId: string, options: RequestOptions = {}): Promise<Delivery> {
     const path = `/v1/webhooks/${segment(webhookId)}/deliveries/${segment(deliveryId)}`
-    return (await this.#request<{ delivery: Delivery }>("GET", path)).delivery
+    return (await this.#request<{ delivery: Delivery }>("GET", path, undefined, options)).delivery
   }
 
   /** Queues again the events of the window this endpoint has not received (it must be active). */
@@ -319,12 +490,18 @@ export class IntakeClient {
   #list<Page extends { readonly pagination: Pagination }, Item>(
     path: string,
     params: DeliveryListParams,
+    options: RequestOptions,
     itemsOf: (page: Page) => ReadonlyArray<Item>
   ): ListRequest<Page, Item> {
     const { cursor, ...rest } = params
     return new ListRequest(
       (next) =>
-        this.#request<Page>("GET", `${path}${query(next === undefined ? rest : { ...rest, cursor: next })}`),
+        this.#request<Page>(
+          "GET",
+          `${path}${query(next === undefined ? rest : { ...rest, cursor: next })}`,
+          undefined,
+          options
+        ),
       itemsOf,
       cursor
     )
@@ -335,50 +512,130 @@ export class IntakeClient {
       authorization: `Bearer ${this.#apiKey}`,
       accept: "application/json"
     }
+    if (this.#userAgent !== undefined) headers["user-agent"] = this.#userAgent
     if (body !== undefined) headers["content-type"] = "application/json"
     // One key for every attempt: a retry after a lost answer replays it instead of creating twice.
     if (method === "POST") headers["idempotency-key"] = options.idempotencyKey ?? crypto.randomUUID()
-    const init = { method, headers, ...(body === undefined ? {} : { body: JSON.stringify(body) }) }
-    for (let attempt = 0; ; attempt++) {
-      const canRetry = attempt < this.#maxRetries
-      const backoff = () => {
-        const ceiling = Math.min(MAX_BACKOFF_MS, this.#retryDelayMs * 2 ** attempt)
-        return ceiling / 2 + Math.random() * (ceiling / 2)
+    const timeoutMs =
+      options.timeoutMs === undefined
+        ? this.#timeoutMs
+        : checkedOption("timeoutMs", options.timeoutMs, true, 1)
+    const call = linkedSignal([this.#signal, options.signal])
+    try {
+      for (let attempt = 0; ; attempt++) {
+        const outcome = await this.#attempt(method, path, body, headers, timeoutMs, call.signal)
+        if (outcome.done) return outcome.data as T
+        const delayMs = this.#retryDelay(outcome, attempt)
+        if (delayMs === undefined || outcome.reason === undefined) throw outcome.error
+        this.#onRetry?.({
+          attempt: attempt + 1,
+          delayMs,
+          reason: outcome.reason,
+          error: outcome.error,
+          method,
+          path
+        })
+        await this.#sleep(delayMs, call.signal)
+        if (call.signal.aborted) throw call.signal.reason
       }
-      let response: FetchResponse
-      try {
-        response = await this.#fetch(`${this.#baseUrl}${path}`, init)
-      } catch (cause) {
-        if (!canRetry)
-          throw new IntakeConnectionError(`${method} ${path} failed: ${String(cause)}`, { cause })
-        await sleep(backoff())
-        continue
-      }
-      const text = await response.text()
-      const envelope = parseEnvelope(text)
-      if (envelope === undefined) {
-        if (canRetry && response.status >= 500) {
-          await sleep(backoff())
-          continue
-        }
-        throw new IntakeUnexpectedResponse(response.status, text)
-      }
-      if (envelope.success) return envelope.data as T
-      const error = new IntakeError(response.status, envelope.error, response.headers.get("x-request-id"))
-      if (canRetry && response.status >= 500) {
-        await sleep(backoff())
-        continue
-      }
-      if (canRetry && envelope.error.code === "rate_limit_exceeded") {
-        const seconds =
-          retryAfterSeconds(response.headers.get("retry-after"), Date.now()) ??
-          envelope.error.details.retry_after
-        if (seconds <= this.#maxRetryAfterSeconds) {
-          await sleep(seconds * 1000)
-          continue
-        }
-      }
-      throw error
+    } finally {
+      call.release()
     }
   }
+
+  /** How long to wait before retrying a failed attempt, or undefined when it is not retried. */
+  #retryDelay(failure: Failure, attempt: number): number | undefined {
+    if (attempt >= this.#maxRetries || failure.reason === undefined) return undefined
+    if (failure.reason === "rate_limited") {
+      if (failure.retryAfterSeconds === undefined) return this.#backoff(attempt)
+      return failure.retryAfterSeconds <= this.#maxRetryAfterSeconds
+        ? failure.retryAfterSeconds * 1000
+        : undefined
+    }
+    return this.#backoff(attempt)
+  }
+
+  #backoff(attempt: number): number {
+    const ceiling = Math.min(MAX_BACKOFF_MS, this.#retryDelayMs * 2 ** attempt)
+    return ceiling / 2 + Math.random() * (ceiling / 2)
+  }
+
+  /** One attempt: its data, or its failure and whether (why) it may be retried. */
+  async #attempt(
+    method: string,
+    path: string,
+    body: unknown,
+    headers: Record<string, string>,
+    timeoutMs: number,
+    callSignal: AbortSignal
+  ): Promise<{ readonly done: true; readonly data: unknown } | Failure> {
+    if (callSignal.aborted) throw callSignal.reason
+    const attempt = linkedSignal([callSignal])
+    // A timeout past what a timer keeps is no timeout at all (as Infinity).
+    const timer =
+      timeoutMs <= MAX_TIMER_MS
+        ? setTimeout(
+            () =>
+              attempt.controller.abort(
+                new IntakeTimeoutError(`${method} ${path}: no answer within ${timeoutMs} ms`, timeoutMs)
+              ),
+            timeoutMs
+          )
+        : undefined
+    const init: FetchInit = {
+      method,
+      headers,
+      signal: attempt.signal,
+      ...(body === undefined ? {} : { body: JSON.stringify(body) })
+    }
+    let status: number
+    let requestId: string | null
+    let retryAfter: string | null
+    let text: string
+    try {
+      // Raced against the signal too, so a fetch that ignores it is not waited for.
+      const response = await unlessAborted(this.#fetch(`${this.#baseUrl}${path}`, init), attempt.signal)
+      status = response.status
+      requestId = response.headers.get("x-request-id")
+      retryAfter = response.headers.get("retry-after")
+      text = await unlessAborted(response.text(), attempt.signal)
+    } catch (cause) {
+      // The caller's abort ends the call as fetch does: rejected with the signal's reason.
+      if (callSignal.aborted) throw callSignal.reason
+      if (attempt.signal.aborted && attempt.signal.reason instanceof IntakeTimeoutError)
+        return { done: false, reason: "timeout", error: attempt.signal.reason }
+      const error = new IntakeConnectionError(`${method} ${path} failed: ${String(cause)}`, { cause })
+      return { done: false, reason: "network_error", error }
+    } finally {
+      clearTimeout(timer)
+      attempt.release()
+    }
+    const envelope = parseEnvelope(text)
+    if (envelope === undefined) {
+      const error = new IntakeUnexpectedResponse(status, text)
+      return { done: false, reason: status >= 500 ? "server_error" : undefined, error }
+    }
+    if (envelope.success) return { done: true, data: envelope.data }
+    const error = new IntakeError(status, envelope.error, requestId)
+    if (status >= 500) return { done: false, reason: "server_error", error }
+    if (envelope.error.code === "rate_limit_exceeded") {
+      const seconds = retryAfterSeconds(retryAfter, Date.now()) ?? envelope.error.details?.retry_after
+      return {
+        done: false,
+        reason: "rate_limited",
+        error,
+        retryAfterSeconds: typeof seconds === "number" && Number.isFinite(seconds) ? seconds : undefined
+      }
+    }
+    return { done: false, reason: undefined, error }
+  }
+}
+
+/** An attempt that failed: `reason` says why it may be retried (undefined: it may not). */
+interface Failure {
+  readonly done: false
+  readonly reason: RetryReason | undefined
+  readonly error: IntakeError | IntakeConnectionError | IntakeUnexpectedResponse
+  /** For a 429: its Retry-After (or `details.retry_after`), when it had one. */
+  readonly retryAfterSeconds?: number | undefined
 }

@@ -24,9 +24,21 @@ export class IntakeError extends Error {
 
 /** The API could not be reached (connection refused or reset, DNS, timeout) even after the retries. */
 export class IntakeConnectionError extends Error {
-  override readonly name = "IntakeConnectionError"
+  override readonly name: string = "IntakeConnectionError"
   constructor(message: string, options?: { readonly cause?: unknown }) {
     super(message, options)
+  }
+}
+
+/** No answer within `timeoutMs` (each attempt has its own), even after the retries. */
+export class IntakeTimeoutError extends IntakeConnectionError {
+  override readonly name = "IntakeTimeoutError"
+  constructor(
+    message: string,
+    /** The time each attempt had, in milliseconds. */
+    readonly timeoutMs: number
+  ) {
+    super(message)
   }
 }
 

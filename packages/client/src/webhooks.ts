@@ -13,7 +13,10 @@ export type WebhookHeaders =
   | { readonly [name: string]: string | ReadonlyArray<string> | undefined }
 
 export interface VerifyOptions {
-  /** How far the timestamp may be from now, in seconds (default 300). */
+  /**
+   * How far the timestamp may be from now, in seconds (default 300). A value that is not a
+   * finite number, 0 or more (NaN, Infinity, -1) throws a RangeError.
+   */
   readonly toleranceSeconds?: number
   /** Now in milliseconds (default Date.now); for tests. */
   readonly now?: () => number
@@ -25,10 +28,30 @@ const header = (headers: WebhookHeaders, name: string): string | undefined => {
   return typeof value === "string" ? value : value?.[0]
 }
 
-const fromBase64 = (text: string): Uint8Array | undefined => {
-  if (!/^[A-Za-z0-9+/]*={0,2}$/.test(text)) return undefined
-  const binary = atob(text)
+/** Base64 whole groups, then a last group padded or not; nothing else (atob throws on the rest). */
+const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}(?:==)?|[A-Za-z0-9+/]{3}=?)?$/
+
+/** The bytes of a base64 text; undefined, never an exception, when it is not base64. */
+const fromBase64 = (text: string): Uint8Array<ArrayBuffer> | undefined => {
+  if (!BASE64.test(text)) return undefined
+  let binary: string
+  try {
+    binary = atob(text)
+  } catch {
+    return undefined
+  }
   return Uint8Array.from(binary, (character) => character.charCodeAt(0))
+}
+
+const DEFAULT_TOLERANCE_SECONDS = 300
+
+/** The tolerance to apply: a given one must be a finite number of seconds, 0 or more. */
+const toleranceOf = (options: VerifyOptions): number => {
+  const tolerance = options.toleranceSeconds ?? DEFAULT_TOLERANCE_SECONDS
+  // NaN or Infinity would turn the replay check off; refused as the caller's mistake.
+  if (!Number.isFinite(tolerance) || tolerance < 0)
+    throw new RangeError(`toleranceSeconds must be a finite number, 0 or more (got ${tolerance})`)
+  return tolerance
 }
 
 const KNOWN_TYPES: ReadonlySet<string> = new Set([
@@ -51,7 +74,8 @@ const isEvent = (value: unknown): value is WebhookEvent =>
 
 /**
  * Verifies a delivery over its raw body (before parsing it) and returns its event, typed by
- * `type`. Throws WebhookVerificationError when it does not verify.
+ * `type`. Throws WebhookVerificationError when it does not verify, whatever is malformed
+ * (a header, a signature, the secret, the body); a RangeError for an invalid `toleranceSeconds`.
  */
 export const verifyWebhook = async (
   body: string | Uint8Array,
@@ -59,6 +83,7 @@ export const verifyWebhook = async (
   secret: string,
   options: VerifyOptions = {}
 ): Promise<WebhookEvent> => {
+  const tolerance = toleranceOf(options)
   const id = header(headers, "webhook-id")
   const timestamp = header(headers, "webhook-timestamp")
   const signatures = header(headers, "webhook-signature")
@@ -67,9 +92,11 @@ export const verifyWebhook = async (
   }
   const seconds = /^[0-9]{1,12}$/.test(timestamp) ? Number(timestamp) : Number.NaN
   const now = (options.now ?? Date.now)() / 1000
-  if (!Number.isFinite(seconds) || Math.abs(now - seconds) > (options.toleranceSeconds ?? 300)) {
+  // Written so that any NaN (a timestamp, or a `now` of a test) fails the check instead of passing it.
+  if (!(Math.abs(now - seconds) <= tolerance)) {
     throw new WebhookVerificationError("The webhook-timestamp is missing, malformed or outside the tolerance")
   }
+  if (typeof secret !== "string") throw new WebhookVerificationError("The secret is not a whsec_ secret")
   const keyBytes = fromBase64(secret.startsWith("whsec_") ? secret.slice("whsec_".length) : secret)
   if (keyBytes === undefined || keyBytes.length === 0)
     throw new WebhookVerificationError("The secret is not a whsec_ secret")
