@@ -56,8 +56,9 @@ export interface DeliveryConfig {
   /** WEBHOOK_POLL_INTERVAL: longest sleep between looks at the queue (default 1s). */
   readonly pollIntervalMs: number
   /**
-   * WEBHOOK_LEASE: how long a claimed attempt stays with its dispatcher (default 60s, well
-   * above the 10 s an attempt may take); a dispatcher that dies gives its claims back then.
+   * WEBHOOK_LEASE: how long a claimed attempt stays with its dispatcher (default 15s, above
+   * the 10 s an attempt may take: an attempt starts only while it can end a second before its
+   * lease does); a dispatcher that dies or freezes has its claims taken over then.
    */
   readonly leaseMs: number
   readonly isolation: DeliveryIsolation.IsolationPolicy
@@ -81,7 +82,7 @@ export const deliveryConfig: Config.Config<DeliveryConfig> = Config.all({
     Config.validate({ message: "must be at least 1", validation: (n) => n >= 1 })
   ),
   pollIntervalMs: millis("WEBHOOK_POLL_INTERVAL", "1s"),
-  leaseMs: millis("WEBHOOK_LEASE", "60s"),
+  leaseMs: millis("WEBHOOK_LEASE", "15s"),
   isolation: isolationConfig,
   retentionMs: millis("WEBHOOK_RETENTION", RetrySchedule.DEFAULT_RETENTION)
 })
@@ -105,7 +106,12 @@ export const deliveryEngine = (options: DeliveryEngineOptions) =>
         ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs })
       })
     ),
-    Layer.provide(DeliverySettings.layer(options.settings ?? {}))
+    Layer.provide(
+      DeliverySettings.layer({
+        ...(options.timeoutMs === undefined ? {} : { attemptTimeoutMs: options.timeoutMs }),
+        ...options.settings
+      })
+    )
   )
 
 /** The retention purge (docs/webhooks.md, "Data kept") with these settings; needs DeliveryRepository. */

@@ -40,26 +40,28 @@ export const runDispatcher = (options: DispatcherOptions) =>
 
     /** Claims, then reads what sending each needs in one go; when that read fails the claims are given back. */
     const claim = (free: number) =>
-      Effect.flatMap(deliveries.claim(free, options.claimToken), ({ deliveries: claimed, more }) =>
-        claimed.length === 0
-          ? Effect.succeed({ items: [], more })
-          : deliveries.prepare(claimed).pipe(
-              Effect.map((items) => ({ items, more })),
-              Effect.tapErrorCause((cause) =>
-                Effect.zipRight(
-                  Effect.logWarning(
-                    `could not read what ${claimed.length} claimed attempts need; their claims are given back`,
-                    cause
-                  ),
-                  Effect.ignore(
-                    deliveries.release(
-                      claimed.map((delivery) => delivery.id),
-                      options.claimToken
+      Effect.flatMap(
+        deliveries.claim(free, options.claimToken),
+        ({ deliveries: claimed, more, claimedAt }) =>
+          claimed.length === 0
+            ? Effect.succeed({ items: [], more })
+            : deliveries.prepare(claimed, claimedAt).pipe(
+                Effect.map((items) => ({ items, more })),
+                Effect.tapErrorCause((cause) =>
+                  Effect.zipRight(
+                    Effect.logWarning(
+                      `could not read what ${claimed.length} claimed attempts need; their claims are given back`,
+                      cause
+                    ),
+                    Effect.ignore(
+                      deliveries.release(
+                        claimed.map((delivery) => delivery.id),
+                        options.claimToken
+                      )
                     )
                   )
                 )
               )
-            )
       )
 
     const dispatchOne = (prepared: PreparedAttempt) =>

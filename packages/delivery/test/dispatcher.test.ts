@@ -115,6 +115,17 @@ describe("the dispatcher", () => {
   })
 })
 
+/** The rules over the memory store, with Deliveries built on the faulty repository. */
+const withFaultyRepository = (
+  receiver: Layer.Layer<ReceiverClient>,
+  faulty: Layer.Layer<DeliveryRepository, never, DeliveryRepository>
+) => {
+  const rules = deliveryRulesLayer(receiver, { addresses })
+  // One `rules` (layers are shared by reference), its Deliveries replaced by a fresh one (the
+  // shared DeliveriesLive is the one on the sound repository): the right side of a merge wins.
+  return Layer.merge(rules, Layer.fresh(DeliveriesLive).pipe(Layer.provide(faulty), Layer.provide(rules)))
+}
+
 describe("the dispatcher during a database blip", () => {
   /** The delivery repository with `completeMany` (the recording write) failing its first `failures` calls, counting them. */
   const failingCompletes = (failures: number) => {
@@ -132,17 +143,6 @@ describe("the dispatcher during a database blip", () => {
       }))
     )
     return { state, layer }
-  }
-
-  /** The rules over the memory store, with Deliveries built on the faulty repository. */
-  const withFaultyRepository = (
-    receiver: Layer.Layer<ReceiverClient>,
-    faulty: Layer.Layer<DeliveryRepository, never, DeliveryRepository>
-  ) => {
-    const rules = deliveryRulesLayer(receiver, { addresses })
-    // One `rules` (layers are shared by reference), its Deliveries replaced by a fresh one (the
-    // shared DeliveriesLive is the one on the sound repository): the right side of a merge wins.
-    return Layer.merge(rules, Layer.fresh(DeliveriesLive).pipe(Layer.provide(faulty), Layer.provide(rules)))
   }
 
   it.effect("an attempt whose recording fails for a moment is recorded within seconds, and sent once", () => {
@@ -165,7 +165,7 @@ describe("the dispatcher during a database blip", () => {
   })
 
   it.effect(
-    "recording that fails past its retries gives the claim back: the attempt is made again within seconds, not after the 60 s lease",
+    "recording that fails past its retries gives the claim back: the attempt is made again within seconds, not after the lease",
     () => {
       const receiver = slowReceiver(0)
       // The first attempt's seven tries all fail; the second attempt's first one works.
@@ -249,4 +249,107 @@ describe("the dispatcher's logs", () => {
       ])
     }).pipe(Effect.provide(Layer.merge(deliveryRulesLayer(receiver.layer, { addresses }), logger)))
   })
+})
+
+describe("leases and the send window", () => {
+  it.effect("a frozen dispatcher's attempt is taken over when its 15 s lease ends, and sent once", () => {
+    const receiver = slowReceiver(0)
+    return Effect.gen(function* () {
+      const { workspaceId, webhookId } = yield* givenEvents(1)
+      const deliveries = yield* Deliveries
+      // A dispatcher claims, then freezes (SIGSTOP, a long pause) before sending.
+      const frozen = yield* deliveries.claim(10, "frozen")
+      expect(frozen.deliveries).toHaveLength(1)
+      const dispatcher = yield* Effect.fork(
+        runDispatcher({ concurrency: 4, pollIntervalMs: 1_000, claimToken: "d2" })
+      )
+      yield* TestClock.adjust(14_000)
+      expect(receiver.state.sent).toHaveLength(0)
+      yield* TestClock.adjust(1_000)
+      yield* TestClock.adjust(1_000)
+      expect(receiver.state.sent).toHaveLength(1)
+      expect(yield* statuses(workspaceId, webhookId)).toEqual(["succeeded"])
+      // The frozen one thaws: past its send window, its attempt is given back unsent.
+      const [late] = yield* deliveries.prepare(frozen.deliveries, frozen.claimedAt)
+      const made = yield* deliveries.attempt(late!)
+      expect(made._tag).toBe("Expired")
+      yield* deliveries.record([made], "frozen")
+      expect(receiver.state.sent).toHaveLength(1)
+      expect(yield* statuses(workspaceId, webhookId)).toEqual(["succeeded"])
+      yield* Fiber.interrupt(dispatcher)
+    }).pipe(Effect.provide(deliveryRulesLayer(receiver.layer, { addresses })))
+  })
+
+  it.effect("an attempt starts only while it can end before its lease does", () => {
+    const receiver = slowReceiver(0)
+    return Effect.gen(function* () {
+      const { workspaceId, webhookId } = yield* givenEvents(1)
+      const deliveries = yield* Deliveries
+      const claimed = yield* deliveries.claim(10, "d1")
+      const [prepared] = yield* deliveries.prepare(claimed.deliveries, claimed.claimedAt)
+      // 15 s lease, 10 s attempt limit: it may start up to 4 s after its claim.
+      yield* TestClock.adjust(4_001)
+      const made = yield* deliveries.attempt(prepared!)
+      expect(made._tag).toBe("Expired")
+      yield* deliveries.record([made], "d1")
+      expect(receiver.state.sent).toHaveLength(0)
+      // Given back: due again at once, for this dispatcher or another.
+      const again = yield* deliveries.claim(10, "d2")
+      expect(again.deliveries.map((d) => d.id)).toEqual(claimed.deliveries.map((d) => d.id))
+      yield* Effect.flatMap(deliveries.prepare(again.deliveries, again.claimedAt), (ready) =>
+        Effect.flatMap(deliveries.attempt(ready[0]!), (sent) => deliveries.record([sent], "d2"))
+      )
+      expect(receiver.state.sent).toHaveLength(1)
+      expect(yield* statuses(workspaceId, webhookId)).toEqual(["succeeded"])
+    }).pipe(Effect.provide(deliveryRulesLayer(receiver.layer, { addresses })))
+  })
+})
+
+describe("a rate limit under load", () => {
+  it.effect(
+    "no one-second window of sent_at holds more starts than the limit, whatever delays a send after its claim",
+    () => {
+      const receiver = slowReceiver(120)
+      // The first claim's attempt waits 400 ms between its claim and its send (a slow read, a
+      // busy process); the next ones go at once. Spaced at the claims only, three would start
+      // within one second.
+      const delays = [400]
+      const slowFirstRead = Layer.effect(
+        DeliveryRepository,
+        Effect.map(DeliveryRepository, (inner) => ({
+          ...inner,
+          dispatchSources: (...args: Parameters<typeof inner.dispatchSources>) =>
+            Effect.zipRight(Effect.sleep(delays.shift() ?? 0), inner.dispatchSources(...args))
+        }))
+      )
+      return Effect.gen(function* () {
+        const workspace = aWorkspace()
+        yield* (yield* WorkspaceRepository).insert(workspace)
+        const bot = yield* (yield* IntakeBots).create(workspace.id, newIntakeBot())
+        const webhook = yield* (yield* Webhooks).create(workspace.id, {
+          url: "https://hooks.example.com/in",
+          events: ["submission.completed"],
+          rateLimit: 2
+        })
+        const submissions = yield* Submissions
+        for (let i = 0; i < 8; i++)
+          yield* submissions.create(workspace.id, bot.id, { data: requiredOnlyData() })
+        // Two dispatchers share the queue, each with room for many at once.
+        const dispatchers = yield* Effect.all(
+          ["d1", "d2"].map((claimToken) =>
+            Effect.fork(runDispatcher({ concurrency: 8, pollIntervalMs: 1_000, claimToken }))
+          )
+        )
+        for (let step = 0; step < 120; step++) yield* TestClock.adjust(50)
+        const listed = yield* (yield* Deliveries).list(workspace.id, webhook.id, { limit: 100, cursor: null })
+        const starts = listed.items
+          .flatMap((d) => (d.sentAt === null ? [] : [d.sentAt]))
+          .sort((a, b) => a - b)
+        expect(starts).toHaveLength(8)
+        for (const start of starts)
+          expect(starts.filter((s) => s >= start && s < start + 1_000).length).toBeLessThanOrEqual(2)
+        yield* Effect.forEach(dispatchers, Fiber.interrupt)
+      }).pipe(Effect.provide(withFaultyRepository(receiver.layer, slowFirstRead)))
+    }
+  )
 })

@@ -564,6 +564,8 @@ export interface DispatchSources {
 export interface ClaimedAttempts {
   readonly deliveries: ReadonlyArray<Delivery>
   readonly more: boolean
+  /** The claim's `now`: its leases run from then. */
+  readonly claimedAt: EpochMillis
 }
 
 /** One finished attempt to write, and the attempt that follows it (a retry), if any. */
@@ -637,6 +639,16 @@ export class DeliveryRepository extends Context.Tag("@intake/DeliveryRepository"
       attempts: ReadonlyArray<FinishedAttempt>,
       claimToken: string
     ) => Stored<ReadonlyArray<string>>
+    /**
+     * The rate limit's gate, at the moment of sending (docs/webhooks.md, "Rate limit"): when
+     * the endpoint's last gated send started at least `spacingMs` before `at`, makes `at` its
+     * last send and answers null (send now); otherwise answers when the next may start.
+     */
+    readonly reserveSend: (
+      webhookId: string,
+      at: EpochMillis,
+      spacingMs: number
+    ) => Stored<EpochMillis | null>
     /** Gives claimed attempts back, due at once (a dispatcher stopping). */
     readonly release: (ids: ReadonlyArray<string>, claimToken: string) => Stored<void>
     /** What sending each of `deliveries` needs, by delivery id, read at once (one statement on PostgreSQL). */

@@ -64,6 +64,8 @@ export interface Tables {
   readonly deliveryQueue: Map<string, QueuedDelivery>
   /** webhook id -> the earliest moment its rate limit lets the next send start */
   readonly nextSendAt: Map<string, number>
+  /** webhook id -> when its last send under a rate limit started (the send gate's) */
+  readonly lastSentAt: Map<string, number>
   /** submission id -> its summary job */
   readonly summaryJobs: Map<string, QueuedSummaryJob>
   /** `${apiKeyId}|${key}` -> record */
@@ -86,6 +88,7 @@ const emptyTables = (): Tables => ({
   deliveries: new Map(),
   deliveryQueue: new Map(),
   nextSendAt: new Map(),
+  lastSentAt: new Map(),
   summaryJobs: new Map(),
   idempotency: new Map()
 })

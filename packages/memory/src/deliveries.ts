@@ -107,7 +107,7 @@ export const MemoryDeliveryRepository = Layer.effect(
             leaseUntil: now + leaseMs,
             claimToken
           })
-        return { deliveries: plan.attempts, more: plan.more }
+        return { deliveries: plan.attempts, more: plan.more, claimedAt: now }
       })
     return DeliveryRepository.of({
       activeEndpoints: (workspaceId) => db.run((t) => activeEndpointsIn(t, workspaceId)),
@@ -191,8 +191,27 @@ export const MemoryDeliveryRepository = Layer.effect(
       lockEndpoints: (ids) => db.run((t) => [...ids].sort().flatMap((id) => t.webhooks.get(id) ?? [])),
       saveHealth: (endpoints) =>
         db.run((t, write) => {
-          for (const endpoint of endpoints)
-            if (t.webhooks.has(endpoint.id)) write.set(t.webhooks, endpoint.id, endpoint)
+          for (const e of endpoints) {
+            const current = t.webhooks.get(e.id)
+            if (current !== undefined)
+              write.set(t.webhooks, e.id, {
+                ...current,
+                status: e.status,
+                lastDeliveryAt: e.lastDeliveryAt,
+                lastDeliveryOk: e.lastDeliveryOk,
+                consecutiveFails: e.consecutiveFails,
+                failingSince: e.failingSince,
+                circuitOpenUntil: e.circuitOpenUntil,
+                updatedAt: e.updatedAt
+              })
+          }
+        }),
+      reserveSend: (webhookId, at, spacingMs) =>
+        db.run((t, write) => {
+          const last = t.lastSentAt.get(webhookId)
+          if (last !== undefined && at - last < spacingMs) return last + spacingMs
+          write.set(t.lastSentAt, webhookId, at)
+          return null
         }),
       release: (ids, claimToken) =>
         db.run((t, write) => {

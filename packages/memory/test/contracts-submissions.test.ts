@@ -1,6 +1,7 @@
 import {
   contactRepositoryContract,
   deliveryLogContract,
+  dispatchSourcesContract,
   eventOutboxContract,
   intakeBotRepositoryContract,
   submissionRepositoryContract,
@@ -9,6 +10,7 @@ import {
 import { Layer } from "effect"
 import { MemoryDatabase } from "../src/database.js"
 import { MemorySubmissionPortsLive } from "../src/submission-ports.js"
+import { MemoryUnitOfWork } from "../src/unit-of-work.js"
 import { MemoryWebhookRepository } from "../src/webhooks.js"
 import { MemoryWorkspaceRepository } from "../src/workspace-repository.js"
 
@@ -23,3 +25,4 @@ usageCountersContract("memory", memory())
 contactRepositoryContract("memory", memory())
 eventOutboxContract("memory", memory())
 deliveryLogContract("memory", memory())
+dispatchSourcesContract("memory", Layer.merge(memory(), MemoryUnitOfWork.pipe(Layer.provide(MemoryDatabase.Default))))

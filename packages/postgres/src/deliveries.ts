@@ -300,12 +300,12 @@ export const PgDeliveryRepository = Layer.effect(
                     WHERE pg_try_advisory_xact_lock(hashtextextended('intake:claim:' || q.webhook_id, 0))`).map(
               (row) => row.webhook_id as string
             )
-            if (locked.length === 0) return { deliveries: [], more: false }
+            if (locked.length === 0) return { deliveries: [], more: false, claimedAt: now }
             // A new statement, a new snapshot: every claim that held these locks before is seen.
             // One more than an endpoint may take, to tell whether it leaves any waiting.
             const fresh = yield* backlogs(now, locked, Math.max(1, isolation.maxInFlight) + 1)
             const plan = DeliveryIsolation.planClaim(fresh.list, fresh.waiting, now, limit, isolation)
-            if (plan.attempts.length === 0) return { deliveries: [], more: plan.more }
+            if (plan.attempts.length === 0) return { deliveries: [], more: plan.more, claimedAt: now }
             // The rows the plan takes, read as they are leased: each endpoint's first
             // `count` waiting attempts (under its lock, the ones the counts saw).
             const counts = new Map<string, number>()
@@ -342,7 +342,7 @@ export const PgDeliveryRepository = Layer.effect(
               const row = byEndpoint.get(webhookId)?.[place]
               return row === undefined ? [] : [deliveryFromRow(row)]
             })
-            return { deliveries, more: plan.more }
+            return { deliveries, more: plan.more, claimedAt: now }
           })
         )
       )
@@ -461,6 +461,24 @@ export const PgDeliveryRepository = Layer.effect(
                        updated_at timestamptz)
                 WHERE e.id = x.id`)
             ),
+      // One statement: the gate moves only when the last gated send is far enough behind;
+      // otherwise it answers when the next may start.
+      reserveSend: (webhookId, at, spacingMs) =>
+        stored("deliveries.reserveSend")(
+          Effect.map(
+            sql<Row>`WITH reserved AS (
+                INSERT INTO webhook_pacing AS p (webhook_id, next_send_at, last_sent_at)
+                VALUES (${webhookId}, ${toDate(at)}, ${toDate(at)})
+                ON CONFLICT (webhook_id) DO UPDATE SET last_sent_at = EXCLUDED.last_sent_at
+                  WHERE p.last_sent_at IS NULL OR p.last_sent_at <= ${toDate(at - spacingMs)}
+                RETURNING 1
+              )
+              SELECT (SELECT count(*) FROM reserved) AS reserved,
+                (SELECT last_sent_at FROM webhook_pacing WHERE webhook_id = ${webhookId}) AS last_sent_at`,
+            ([row]) =>
+              toNumber(row?.reserved ?? 0) > 0 ? null : toMillis(row?.last_sent_at ?? at) + spacingMs
+          )
+        ),
       release: (ids, claimToken) =>
         ids.length === 0
           ? Effect.void

@@ -398,14 +398,17 @@ export const migrations: ReadonlyArray<Migration> = [
   },
   {
     id: 14,
-    name: "leased attempts by endpoint",
+    name: "the delivery engine in batches",
     statements: [
       // A claim counts each endpoint's attempts in flight and finds its first lease's end
       // (deliveries.ts, backlogs): through this index it reads only the leased rows, not the
       // endpoint's whole queue, so a claim costs the same with 10 or 10,000 attempts waiting
       // (docs/webhooks.md, "How the engine sends").
       `CREATE INDEX deliveries_leased ON deliveries (webhook_id, lease_until)
-        WHERE due_at IS NOT NULL AND lease_until IS NOT NULL`
+        WHERE due_at IS NOT NULL AND lease_until IS NOT NULL`,
+      // The rate limit's gate at the moment of sending (DeliveryRepository.reserveSend): when
+      // the endpoint's last send started, so that no second sees more starts than its limit.
+      `ALTER TABLE webhook_pacing ADD COLUMN last_sent_at timestamptz(3)`
     ]
   }
 ]

@@ -21,6 +21,7 @@ import {
   contactRepositoryContract,
   deliveryLogContract,
   deliveryRepositoryContract,
+  dispatchSourcesContract,
   eventOutboxContract,
   idempotencyStoreContract,
   intakeBotRepositoryContract,
@@ -96,6 +97,7 @@ export const storageContracts = (
   webhookRepositoryContract(name, ports)
   idempotencyStoreContract(name, ports)
   deliveryLogContract(name, ports)
+  dispatchSourcesContract(name, ports)
 }
 
 /**

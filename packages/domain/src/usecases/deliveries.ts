@@ -15,6 +15,7 @@ import type {
   WebhookDisabledReason,
   WebhookEndpoint
 } from "../models.js"
+import { sendSpacingMs } from "../policies/delivery-isolation.js"
 import { afterAttempt, disabledBy } from "../policies/endpoint-health.js"
 import {
   contactCreatedPayload,
@@ -48,7 +49,7 @@ import {
   WebhookRepository,
   WorkspaceRepository
 } from "../ports.js"
-import { DeliverySettings } from "./delivery-settings.js"
+import { DeliverySettings, sendWindowMs } from "./delivery-settings.js"
 import { listed, pageRequest } from "./lists.js"
 import { verifyReceiverUrl } from "./receiver-address.js"
 import { type AttemptMade, Deliveries, type PreparedAttempt, type SendResult } from "./services.js"
@@ -143,7 +144,7 @@ const pendingAttempt = (
 /**
  * How a claimed attempt rides out a database blip (docs/choices.md, Webhooks): its writes
  * are tried again after 0.1, 0.2, 0.4, 0.8, 1.6 and 3.2 s, so a blip of a few seconds
- * costs no lease (60 s) and no second send.
+ * costs no lease (15 s) and no second send.
  */
 export const STORE_RETRY = Schedule.exponential(Duration.millis(100)).pipe(
   Schedule.intersect(Schedule.recurs(6))
@@ -224,10 +225,14 @@ export const DeliveriesLive = Layer.effect(
         return yield* eventPayload(event.value)
       })
 
-    /** Signs and sends; a refused address or an unreachable receiver is a failed attempt, not an error. */
-    const send = (endpoint: WebhookEndpoint, payload: WebhookPayload) =>
+    /**
+     * Signs and sends; a refused address or an unreachable receiver is a failed attempt, not an
+     * error. `gatedAt`: the moment a rate limit's gate let it start, which is then its `sent_at`
+     * (the gate spaces those, docs/webhooks.md, "Rate limit").
+     */
+    const send = (endpoint: WebhookEndpoint, payload: WebhookPayload, gatedAt?: number) =>
       Effect.gen(function* () {
-        const startedAt = yield* Clock.currentTimeMillis
+        const startedAt = gatedAt ?? (yield* Clock.currentTimeMillis)
         const body = JSON.stringify(payload)
         // During a rotation's grace period the previous secret signs too (docs/webhooks.md, "Secret rotation").
         const [secret, ...previous] = signingSecrets(endpoint, startedAt)
@@ -248,7 +253,7 @@ export const DeliveriesLive = Layer.effect(
         let sentAt: number | null = null
         const outcome = yield* verifyReceiverUrl(endpoint.url, webhookSettings).pipe(
           Effect.provideService(AddressResolver, resolver),
-          Effect.zipRight(Effect.map(Clock.currentTimeMillis, (at) => (sentAt = at))),
+          Effect.zipRight(Effect.map(Clock.currentTimeMillis, (at) => (sentAt = gatedAt ?? at))),
           Effect.flatMap(() => client.send({ url: endpoint.url, headers, body })),
           Effect.either
         )
@@ -378,7 +383,8 @@ export const DeliveriesLive = Layer.effect(
     /** Send it, or why it is closed unsent: the endpoint gone, paused or disabled, the workspace withheld, the source gone. */
     const prepareOne = (
       delivery: Delivery,
-      sources: DispatchSources | undefined
+      sources: DispatchSources | undefined,
+      sendBy: number
     ): Effect.Effect<PreparedAttempt, StorageUnavailable> =>
       Effect.gen(function* () {
         const drop = (error: string): PreparedAttempt => ({ _tag: "Drop", delivery, error })
@@ -395,24 +401,53 @@ export const DeliveriesLive = Layer.effect(
         const withheld = workspace === null ? "the workspace no longer exists" : deliveriesWithheld(workspace)
         if (withheld !== null) return drop(`not sent: ${withheld}`)
         return yield* payloadFromSources(delivery, sources).pipe(
-          Effect.map((payload): PreparedAttempt => ({ _tag: "Send", delivery, endpoint, payload })),
+          Effect.map((payload): PreparedAttempt => ({ _tag: "Send", delivery, endpoint, payload, sendBy })),
           Effect.catchTag("SourceGone", (source) =>
             Effect.succeed(drop(`not sent: the ${source.what} no longer exists`))
           )
         )
       })
 
-    const prepare = (deliveries: ReadonlyArray<Delivery>) =>
-      Effect.flatMap(repository.dispatchSources(deliveries), (sources) =>
-        Effect.forEach(deliveries, (delivery) => prepareOne(delivery, sources.get(delivery.id)))
-      )
+    const prepare = (deliveries: ReadonlyArray<Delivery>, claimedAt?: number) =>
+      Effect.gen(function* () {
+        const sendBy = (claimedAt ?? (yield* Clock.currentTimeMillis)) + sendWindowMs(settings)
+        const sources = yield* repository.dispatchSources(deliveries)
+        return yield* Effect.forEach(deliveries, (delivery) =>
+          prepareOne(delivery, sources.get(delivery.id), sendBy)
+        )
+      })
+
+    /**
+     * When an attempt may start: at once, or for an endpoint with a rate limit when its gate
+     * lets it (waiting for its turn); null when its send window ends first.
+     */
+    const startTime = (endpoint: WebhookEndpoint, sendBy: number) =>
+      Effect.gen(function* () {
+        for (;;) {
+          const now = yield* Clock.currentTimeMillis
+          if (now > sendBy) return null
+          if (endpoint.rateLimit === null) return now
+          const next = yield* repository.reserveSend(endpoint.id, now, sendSpacingMs(endpoint.rateLimit))
+          if (next === null) return now
+          if (next > sendBy) return null
+          yield* Effect.sleep(Duration.millis(Math.max(1, next - now)))
+        }
+      })
 
     const attempt = (prepared: PreparedAttempt): Effect.Effect<AttemptMade, StorageUnavailable> =>
       prepared._tag === "Drop"
         ? Effect.succeed({ _tag: "Dropped", delivery: prepared.delivery, error: prepared.error })
         : Effect.gen(function* () {
             const delivery = prepared.delivery
-            const result = yield* send(prepared.endpoint, prepared.payload)
+            // Past its send window the attempt could still run when its lease ends and another
+            // dispatcher takes it: it is given back unsent instead.
+            const startAt = yield* startTime(prepared.endpoint, prepared.sendBy)
+            if (startAt === null) return { _tag: "Expired", delivery }
+            const result = yield* send(
+              prepared.endpoint,
+              prepared.payload,
+              prepared.endpoint.rateLimit === null ? undefined : startAt
+            )
             const finishedAt = yield* Clock.currentTimeMillis
             const delay = result.ok
               ? null
@@ -465,12 +500,13 @@ export const DeliveriesLive = Layer.effect(
           )
           const changed = new Set<string>()
           const disabled: Array<{ endpoint: WebhookEndpoint; reason: WebhookDisabledReason; at: number }> = []
-          const written = made.map((m): FinishedAttempt => {
+          const written = made.flatMap((m): Array<FinishedAttempt> => {
+            if (m._tag === "Expired") return []
             if (m._tag === "Dropped")
-              return { finished: { ...m.delivery, status: "failed", error: m.error }, next: null }
+              return [{ finished: { ...m.delivery, status: "failed", error: m.error }, next: null }]
             const before = health.get(m.delivery.webhookId)
             if (before === undefined)
-              return { finished: finishedAttempt(m.delivery, m.result, null), next: null }
+              return [{ finished: finishedAttempt(m.delivery, m.result, null), next: null }]
             const outcome = outcomeOf(m.result)
             const after = afterAttempt(before, outcome, settings.disableAfterMs, settings.isolation)
             health.set(after.id, after)
@@ -479,10 +515,12 @@ export const DeliveriesLive = Layer.effect(
             if (reason !== null) disabled.push({ endpoint: after, reason, at: outcome.at })
             // A disabled (or deleted) endpoint gets no retry.
             const next = after.status === "active" ? retryOf(m) : null
-            return { finished: finishedAttempt(m.delivery, m.result, next?.dueAt ?? null), next }
+            return [{ finished: finishedAttempt(m.delivery, m.result, next?.dueAt ?? null), next }]
           })
-          const lost = yield* repository.completeMany(written, claimToken)
+          const lost = written.length === 0 ? [] : yield* repository.completeMany(written, claimToken)
           if (lost.length > 0) return yield* new LostClaims({ ids: lost })
+          const expired = made.flatMap((m) => (m._tag === "Expired" ? [m.delivery.id] : []))
+          if (expired.length > 0) yield* repository.release(expired, claimToken)
           if (changed.size > 0) yield* repository.saveHealth([...changed].map((id) => health.get(id)!))
           const notices = yield* Effect.forEach(disabled, (d) =>
             queueDisabledNotice(d.endpoint, d.reason, d.at)
@@ -504,7 +542,16 @@ export const DeliveriesLive = Layer.effect(
           if (Either.isRight(outcome)) {
             yield* Effect.forEach(outcome.right.notices, logDisabled, { discard: true })
             const byId = new Map(outcome.right.finished.map((d) => [d.id, d]))
-            const finished = made.map((m) => byId.get(m.delivery.id) ?? unlogged.get(m.delivery.id)!)
+            // An expired attempt stays as it was: pending, given back.
+            const finished = made.map(
+              (m) => byId.get(m.delivery.id) ?? unlogged.get(m.delivery.id) ?? m.delivery
+            )
+            const expired = made.filter((m) => m._tag === "Expired").length
+            if (expired > 0)
+              yield* Effect.logWarning({
+                message: "attempts given back unsent: their send window ended before they could start",
+                attempts: expired
+              })
             yield* Effect.forEach(outcome.right.finished, logAttempt, { discard: true })
             return finished
           }
@@ -515,7 +562,9 @@ export const DeliveriesLive = Layer.effect(
                 m.delivery.id,
                 m._tag === "Sent"
                   ? finishedAttempt(m.delivery, m.result, null)
-                  : { ...m.delivery, status: "failed", error: m.error }
+                  : m._tag === "Dropped"
+                    ? { ...m.delivery, status: "failed", error: m.error }
+                    : m.delivery
               )
           remaining = remaining.filter((m) => !lost.has(m.delivery.id))
         }

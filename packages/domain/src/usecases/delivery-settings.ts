@@ -19,10 +19,13 @@ export interface DeliverySettingsValues {
   /** An unbroken failure streak this long disables the endpoint. */
   readonly disableAfterMs: number
   /**
-   * How long a claimed attempt stays with its dispatcher: well above the 10 s an attempt
-   * may take, so only a dispatcher that died loses its claims.
+   * How long a claimed attempt stays with its dispatcher (WEBHOOK_LEASE, default 15 s):
+   * above the time an attempt may take, so only a dispatcher that died or froze loses its
+   * claims, and another takes them over that soon (docs/webhooks.md, "How the engine sends").
    */
   readonly leaseMs: number
+  /** How long one attempt may take: the receiver's time limit (10 s). */
+  readonly attemptTimeoutMs: number
   /**
    * Per-endpoint limits (WEBHOOK_ENDPOINT_CONCURRENCY, WEBHOOK_CIRCUIT_FAILURES,
    * WEBHOOK_CIRCUIT_COOLDOWN, WEBHOOK_CIRCUIT_COOLDOWN_MAX): docs/webhooks.md, "Isolation".
@@ -35,10 +38,21 @@ export interface DeliverySettingsValues {
 const defaults = (): DeliverySettingsValues => ({
   retrySchedule: Either.getOrThrow(parseRetrySchedule(DEFAULT_RETRY_SCHEDULE)),
   disableAfterMs: Either.getOrThrow(parseDuration(DEFAULT_DISABLE_AFTER)),
-  leaseMs: 60_000,
+  leaseMs: 15_000,
+  attemptTimeoutMs: 10_000,
   isolation: DEFAULT_ISOLATION,
   retentionMs: Either.getOrThrow(parseDuration(DEFAULT_RETENTION))
 })
+
+/**
+ * How long after its claim an attempt may still start: late enough that it ends (at most
+ * `attemptTimeoutMs`) a second before its lease does, so an attempt is never still running
+ * when another dispatcher takes it over. A lease too short for that (tests) gets half of it.
+ */
+export const sendWindowMs = (settings: Pick<DeliverySettingsValues, "leaseMs" | "attemptTimeoutMs">) => {
+  const window = settings.leaseMs - settings.attemptTimeoutMs - 1_000
+  return window > 0 ? window : settings.leaseMs / 2
+}
 
 export class DeliverySettings extends Context.Reference<DeliverySettings>()("@intake/DeliverySettings", {
   defaultValue: defaults

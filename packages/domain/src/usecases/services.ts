@@ -318,6 +318,8 @@ export type PreparedAttempt =
       readonly delivery: Delivery
       readonly endpoint: WebhookEndpoint
       readonly payload: WebhookPayload
+      /** The latest it may start (DeliverySettings.sendWindowMs after its claim); later it is given back. */
+      readonly sendBy: EpochMillis
     }
   | { readonly _tag: "Drop"; readonly delivery: Delivery; readonly error: string }
 
@@ -345,6 +347,8 @@ export type AttemptMade =
       readonly finishedAt: number
     }
   | { readonly _tag: "Dropped"; readonly delivery: Delivery; readonly error: string }
+  /** Not started within its send window (a frozen process, a rate limit's wait): its claim is given back. */
+  | { readonly _tag: "Expired"; readonly delivery: Delivery }
 
 export class Deliveries extends Context.Tag("@intake/Deliveries")<
   Deliveries,
@@ -401,7 +405,8 @@ export class Deliveries extends Context.Tag("@intake/Deliveries")<
      * unsent (the endpoint gone, paused or disabled, the workspace withheld, the source gone).
      */
     readonly prepare: (
-      deliveries: ReadonlyArray<Delivery>
+      deliveries: ReadonlyArray<Delivery>,
+      claimedAt?: EpochMillis
     ) => Effect.Effect<ReadonlyArray<PreparedAttempt>, Fails>
     /** Makes one prepared attempt (signs and sends it, or closes it unsent), without writing it down. */
     readonly attempt: (prepared: PreparedAttempt) => Effect.Effect<AttemptMade, Fails>

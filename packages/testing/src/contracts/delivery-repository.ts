@@ -467,5 +467,98 @@ export const deliveryRepositoryContract = (name: string, theLayer: Layer.Layer<P
         expect(yield* repo.claimDue(1_499, 10, LEASE, "c", policy)).toEqual([])
         expect(yield* repo.claimDue(1_500, 10, LEASE, "c", policy)).toEqual([queued[2]])
       }))
+    test("a claim tells whether it left due attempts waiting, and when its leases run from", () =>
+      Effect.gen(function* () {
+        const repo = yield* DeliveryRepository
+        const capped = yield* givenEndpoint()
+        const queued = Array.from({ length: 3 }, () => aDelivery({ webhookId: capped.id }))
+        yield* repo.enqueue(queued, 0)
+        // Two in flight at most: one is left waiting behind the cap.
+        const first = yield* repo.claim(1_000, 10, LEASE, "a", { ...policy, maxInFlight: 2 })
+        expect(first).toEqual({ deliveries: queued.slice(0, 2), more: true, claimedAt: 1_000 })
+        // The claim's limit leaves one waiting too; then nothing is left.
+        const other = yield* givenEndpoint()
+        const more = Array.from({ length: 2 }, () => aDelivery({ webhookId: other.id }))
+        yield* repo.enqueue(more, 0)
+        const limited = yield* repo.claim(1_000, 1, LEASE, "b", { ...policy, maxInFlight: 2 })
+        expect(limited.deliveries).toHaveLength(1)
+        expect(limited.more).toBe(true)
+        const rest = yield* repo.claim(1_000, 10, LEASE, "c", policy)
+        expect(rest.deliveries.map((d) => d.id).sort()).toEqual(
+          [queued[2]!.id, ...more.slice(1).map((d) => d.id)].sort()
+        )
+        expect(rest.more).toBe(false)
+      }))
+
+    test("completeMany writes finished attempts and their retries together, or answers the claims it lost", () =>
+      Effect.gen(function* () {
+        const repo = yield* DeliveryRepository
+        const uow = yield* UnitOfWork
+        const endpoint = yield* givenEndpoint()
+        const [a, b] = [1, 2].map(() => aDelivery({ webhookId: endpoint.id }))
+        yield* repo.enqueue([a!, b!], 0)
+        expect(ids(yield* repo.claimDue(0, 10, LEASE, "mine"))).toEqual(ids([a!, b!]))
+        const doneA = { ...a!, status: "succeeded" as const, responseStatus: 204, sentAt: 10, durationMs: 3 }
+        const failedB = { ...b!, status: "failed" as const, responseStatus: 500, nextRetryAt: 5_000 }
+        const retry = aDelivery({ webhookId: endpoint.id, eventId: b!.eventId, attempt: 2, trigger: "retry" })
+        const batch = [
+          { finished: doneA, next: null },
+          { finished: failedB, next: { delivery: retry, dueAt: 5_000 } }
+        ]
+        // Another token's batch: every claim is lost, and the unit of work it ran in wrote nothing.
+        const lost = yield* uow
+          .transaction(
+            Effect.flatMap(repo.completeMany(batch, "theirs"), (lostIds) =>
+              lostIds.length > 0 ? Effect.fail(lostIds) : Effect.succeed(lostIds)
+            )
+          )
+          .pipe(Effect.flip)
+        expect([...lost].sort()).toEqual(ids([a!, b!]))
+        expect(yield* repo.findInWebhook(endpoint.id, retry.id)).toEqual(Option.none())
+        expect(yield* uow.transaction(repo.completeMany(batch, "mine"))).toEqual([])
+        expect(yield* repo.findInWebhook(endpoint.id, a!.id)).toEqual(Option.some(doneA))
+        expect(yield* repo.findInWebhook(endpoint.id, b!.id)).toEqual(Option.some(failedB))
+        expect(yield* repo.findInWebhook(endpoint.id, retry.id)).toEqual(
+          Option.some({ ...retry, nextRetryAt: 5_000 })
+        )
+        expect(ids(yield* repo.claimDue(5_000, 10, LEASE, "next"))).toEqual([retry.id])
+      }))
+
+    test("lockEndpoints reads the existing endpoints in id order; saveHealth writes their delivery state only", () =>
+      Effect.gen(function* () {
+        const repo = yield* DeliveryRepository
+        const uow = yield* UnitOfWork
+        const [x, y] = [yield* givenEndpoint(), yield* givenEndpoint()]
+        const locked = yield* uow.transaction(repo.lockEndpoints([y.id, uniqueId("wh"), x.id]))
+        expect(locked.map((e) => e.id)).toEqual([x.id, y.id].sort())
+        const failing = {
+          ...x,
+          description: "not written by saveHealth",
+          status: "disabled" as const,
+          lastDeliveryAt: 7_000,
+          lastDeliveryOk: false,
+          consecutiveFails: 3,
+          failingSince: 1_000,
+          circuitOpenUntil: 40_000,
+          updatedAt: 7_000
+        }
+        yield* uow.transaction(repo.saveHealth([failing]))
+        const stored = Option.getOrThrow(
+          yield* (yield* WebhookRepository).findInWorkspace(x.workspaceId, x.id)
+        )
+        expect(stored).toEqual({ ...failing, description: x.description })
+      }))
+
+    test("the rate limit's send gate lets one send start per spacing, and says when the next may", () =>
+      Effect.gen(function* () {
+        const repo = yield* DeliveryRepository
+        const paced = yield* givenEndpoint({ rateLimit: 2 })
+        expect(yield* repo.reserveSend(paced.id, 10_000, 500)).toBeNull()
+        expect(yield* repo.reserveSend(paced.id, 10_200, 500)).toBe(10_500)
+        expect(yield* repo.reserveSend(paced.id, 10_500, 500)).toBeNull()
+        expect(yield* repo.reserveSend(paced.id, 10_999, 500)).toBe(11_000)
+        // Each endpoint has its own gate.
+        expect(yield* repo.reserveSend((yield* givenEndpoint({ rateLimit: 2 })).id, 10_200, 500)).toBeNull()
+      }))
   })
 }
