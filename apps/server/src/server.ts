@@ -448,9 +448,9 @@ export const serverLayer = (options: ListenOptions) =>
           if (connections.size === 0 && inFlight === 0) finish()
         }
         // After this turn's accepts: what the kernel completed and node has not yet taken
-        // would be reset with the listener. http's own close() would also close at once every
-        // connection not yet in a request, one whose request is on its way included: the
-        // listener is closed as a plain net server instead.
+        // would be reset with the listener. Closed as a plain net server: http's own close()
+        // also closes every idle keep-alive connection at once, one whose next request is on
+        // its way included.
         setImmediate(() => {
           NetServer.prototype.close.call(server)
           onSettled = settle
