@@ -235,7 +235,7 @@ const main = async () => {
       const env = Object.keys(extraEnv).length > 0 ? ` (${process.env.OVERLOAD_ENV})` : ""
       console.log(
         [
-          `overload: ${CLIENTS} clients x ${ROUNDS} round(s) of ${body.length.toLocaleString("en")}-byte creates at once, embedded default${env}`,
+          `overload: ${CLIENTS} clients x ${ROUNDS} round(s) of ${body.length.toLocaleString("en")}-byte creates at once, ${extraEnv.DATABASE_URL === undefined ? "embedded default" : "PostgreSQL"}${env}`,
           `  answers by status: ${counts.join(", ")} (the load took ${(loadMs / 1000).toFixed(1)} s)`,
           `  server peak RSS: ${peakRss} MB (${rssBeforeLoad} MB before the load, at most ${rssDuringLoad} MB sampled every 20 ms during it)`,
           `  /healthz: ${health.asked} asked during the load, ${health.failed} not 200, worst ${Math.round(health.worstMs)} ms`,
