@@ -61,8 +61,9 @@ export interface ListenOptions extends AppOptions {
 /** Past these a request is shed before its body is read (429 with Retry-After; docs/rules.md, Overload). */
 export interface AdmissionBounds {
   /**
-   * INTAKE_MAX_CONNECTIONS: requests on a connection opened while this many are open are
-   * shed, and its connection closed; at twice as many, new connections are closed unanswered.
+   * INTAKE_MAX_CONNECTIONS: a connection opened while this many are open has its requests
+   * shed, and is closed, as long as more than this many are open (those opened earlier are
+   * served); at twice as many, new connections are closed unanswered.
    */
   readonly maxConnections: number
   /** INTAKE_MAX_REQUESTS_IN_FLIGHT: requests being answered at once. */
