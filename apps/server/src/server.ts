@@ -394,6 +394,17 @@ export const serverLayer = (options: ListenOptions) =>
         onRequest
       )
       server.on("clientError", onClientError)
+      // Node answers an Expect it does not know with a bare 417: this answers in the envelope.
+      server.on("checkExpectation", (message: IncomingMessage, response: ServerResponse) =>
+        run(
+          app.answerMalformed(
+            malformedRequest("Expect", "the Expect header supports only 100-continue"),
+            requestIdOf(),
+            message.socket.remoteAddress
+          ),
+          { onExit: (exit) => (Exit.isSuccess(exit) ? send(response, exit.value, true) : response.destroy()) }
+        )
+      )
       // Past twice the bound, node closes a new connection as soon as it is accepted.
       server.maxConnections = bounds.maxConnections * 2
       server.on("connection", (socket: Socket) => {

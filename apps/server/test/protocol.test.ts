@@ -131,6 +131,16 @@ layer(server, { excludeTestServices: true })("requests that never reach a route"
       })
   )
 
+  it.effect("an Expect other than 100-continue answers 400 naming the header, in the envelope", () =>
+    Effect.gen(function* () {
+      const answer = yield* refused(
+        yield* BaseUrl,
+        "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nExpect: 200-ok\r\n\r\n"
+      )
+      expectRefused(answer, "Expect", /only 100-continue/)
+    })
+  )
+
   it.effect("a method HTTP does not know answers 400 naming the method", () =>
     Effect.gen(function* () {
       const answer = yield* refused(
