@@ -27,6 +27,7 @@ import {
   internalErrorResponse,
   json,
   jsonText,
+  overloaded,
   type Reply,
   rateLimited,
   routeNotFound,
@@ -140,6 +141,9 @@ const clientIp = (request: IncomingRequest, trusted: AppOptions["trustedProxies"
     trusted
   )
 }
+
+/** The client's address when all that was read is the socket (node's parser refused the request). */
+const socketClientIp = (remoteAddress: string | undefined) => remoteAddress ?? "unknown"
 
 /** The answer with the rate-limit headers of the decision that admitted or refused it. */
 const withDecision = <E, R>(answer: Effect.Effect<Reply, E, R>, decision: RateLimitDecision) =>
@@ -302,9 +306,39 @@ export const makeApp = (options: AppOptions, writeRequestLog: RequestLogWrite) =
       yield* writeRequestLog(requestLogLine(request, facts, response.status, startedAt))
       return withHeader(response, "x-request-id", requestId)
     })
+  /**
+   * An answer given before the request was read (docs/rules.md, Overload): a request node's
+   * parser refused, or one an overloaded server sheds. It has no valid key, so it carries the
+   * per-address bucket's rate-limit headers, looked at without counting (the request never
+   * reached authentication), and its X-Request-Id. `address` is the client's address as the
+   * request's headers name it, or the socket's when none could be read.
+   */
+  const answerUnread = (reply: Reply, requestId: string, address: string) =>
+    Effect.flatMap(Access, (access) =>
+      Effect.flatMap(access.peekAnonymous(address), (decision) =>
+        Effect.map(Clock.currentTimeMillis, (now) =>
+          withHeader(withRateLimitHeaders(reply, decision, now), "x-request-id", requestId)
+        )
+      )
+    )
+  /** A request refused before node's parser finished it: the per-address limits of its socket. */
+  const answerMalformed = (reply: Reply, requestId: string, remoteAddress: string | undefined) =>
+    answerUnread(reply, requestId, socketClientIp(remoteAddress))
+  /**
+   * A request shed by an overloaded server before its body is read (server.ts): 429
+   * rate_limit_exceeded with Retry-After, logged as any request.
+   */
+  const shed = (request: IncomingRequest, facts: RequestFacts, startedAt: number) =>
+    Effect.zipRight(
+      FiberRef.set(CurrentRequestId, facts.requestId),
+      Effect.tap(
+        answerUnread(overloaded(), facts.requestId, clientIp(request, options.trustedProxies)),
+        (response) => writeRequestLog(requestLogLine(request, facts, response.status, startedAt))
+      )
+    )
   /** From now on /readyz answers 503 (server.ts, when the server is told to stop). */
   const startDraining = () => {
     draining = true
   }
-  return { answer, deadlineExceeded, startDraining, timeoutMs }
+  return { answer, answerMalformed, deadlineExceeded, shed, startDraining, timeoutMs }
 }

@@ -7,7 +7,9 @@ import { isolationConfig, type SummarizerConfig, summarizerConfig } from "@intak
 import { ClientAddress, type DeliveryIsolation, RetrySchedule } from "@intake/domain"
 import { logLevelConfig } from "@intake/node"
 import { Config, ConfigError, Duration, Either, type LogLevel, Option, Redacted } from "effect"
+import { MAX_BODY_BYTES } from "./body.js"
 import { type CorsOrigins, parseCorsOrigins } from "./cors.js"
+import { type AdmissionBounds, DEFAULT_ADMISSION } from "./server.js"
 
 export interface ServerConfig {
   readonly port: number
@@ -32,6 +34,12 @@ export interface ServerConfig {
   readonly requestTimeout: Duration.Duration
   /** INTAKE_BODY_TIMEOUT: a request body still arriving then answers 400 (default 10 s). */
   readonly bodyTimeout: Duration.Duration
+  /** INTAKE_HEADERS_TIMEOUT: how long a connection may take to send a request's headers (default 10 s). */
+  readonly headersTimeout: Duration.Duration
+  /** INTAKE_IDLE_TIMEOUT: how long a keep-alive connection may wait for its next request (default 5 s). */
+  readonly idleTimeout: Duration.Duration
+  /** INTAKE_MAX_CONNECTIONS, INTAKE_MAX_REQUESTS_IN_FLIGHT, INTAKE_MAX_BODY_BYTES_IN_FLIGHT (docs/rules.md, Overload). */
+  readonly admission: AdmissionBounds
   /** INTAKE_SHUTDOWN_DRAIN: how long a stopping server drains before it stops accepting (default 5 s; 0 for none). */
   readonly shutdownDrain: Duration.Duration
   /** INTAKE_TRUSTED_PROXIES: whose X-Forwarded-For names the client (none by default). */
@@ -77,6 +85,50 @@ const durationOrZero = (name: string, fallback: string) =>
     )
   )
 
+/** A whole number of at least `min`. */
+const count = (name: string, fallback: number, min = 1) =>
+  Config.string(name).pipe(
+    Config.withDefault(String(fallback)),
+    Config.mapOrFail((text) => {
+      const value = Number(text.trim())
+      return /^\d+$/.test(text.trim()) && value >= min
+        ? Either.right(value)
+        : Either.left(
+            ConfigError.InvalidData([name], `expected a whole number of at least ${min}, got "${text}"`)
+          )
+    })
+  )
+
+const SIZE_UNITS: Record<string, number> = { "": 1, b: 1, kb: 1_024, mb: 1_048_576, gb: 1_073_741_824 }
+
+/** A size in bytes, `16mb`, `512kb` or `20000000` (units of 1,024), of at least `min` bytes. */
+export const parseSize = (text: string, min: number): Either.Either<number, string> => {
+  const match = /^(\d+)\s*(b|kb|mb|gb)?$/i.exec(text.trim())
+  const bytes = match === null ? Number.NaN : Number(match[1]) * SIZE_UNITS[(match[2] ?? "").toLowerCase()]!
+  return Number.isSafeInteger(bytes) && bytes >= min
+    ? Either.right(bytes)
+    : Either.left(`expected a size of at least ${min} bytes such as 16mb or 512kb, got "${text}"`)
+}
+
+const size = (name: string, fallback: number, min: number) =>
+  Config.string(name).pipe(
+    Config.withDefault(String(fallback)),
+    Config.mapOrFail((text) =>
+      Either.mapLeft(parseSize(text, min), (message) => ConfigError.InvalidData([name], message))
+    )
+  )
+
+const admission: Config.Config<AdmissionBounds> = Config.all({
+  maxConnections: count("INTAKE_MAX_CONNECTIONS", DEFAULT_ADMISSION.maxConnections),
+  maxRequestsInFlight: count("INTAKE_MAX_REQUESTS_IN_FLIGHT", DEFAULT_ADMISSION.maxRequestsInFlight),
+  // At least one body of the largest size, or such a body could never be admitted.
+  maxBodyBytesInFlight: size(
+    "INTAKE_MAX_BODY_BYTES_IN_FLIGHT",
+    DEFAULT_ADMISSION.maxBodyBytesInFlight,
+    MAX_BODY_BYTES
+  )
+})
+
 const schedule = Config.string("WEBHOOK_RETRY_SCHEDULE").pipe(
   Config.withDefault(RetrySchedule.DEFAULT_RETRY_SCHEDULE),
   Config.mapOrFail((text) =>
@@ -118,6 +170,9 @@ export const serverConfig: Config.Config<ServerConfig> = Config.all({
   logLevel: logLevelConfig,
   requestTimeout: duration("REQUEST_TIMEOUT", "30s"),
   bodyTimeout: duration("INTAKE_BODY_TIMEOUT", "10s"),
+  headersTimeout: duration("INTAKE_HEADERS_TIMEOUT", "10s"),
+  idleTimeout: duration("INTAKE_IDLE_TIMEOUT", "5s"),
+  admission,
   shutdownDrain: durationOrZero("INTAKE_SHUTDOWN_DRAIN", "5s"),
   trustedProxies,
   corsOrigins: Config.string("INTAKE_CORS_ORIGINS").pipe(

@@ -43,6 +43,9 @@ const program = Effect.gen(function* () {
     requestTimeout: config.requestTimeout,
     bodyTimeout: config.bodyTimeout,
     shutdownDrain: config.shutdownDrain,
+    headersTimeoutMs: Duration.toMillis(config.headersTimeout),
+    idleTimeoutMs: Duration.toMillis(config.idleTimeout),
+    admission: config.admission,
     trustedProxies: config.trustedProxies,
     corsOrigins: config.corsOrigins
   }).pipe(Layer.provideMerge(services))

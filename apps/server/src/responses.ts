@@ -95,6 +95,17 @@ export const rateLimited = (decision: RateLimitDecision) =>
     })
   )
 
+/** How long a client shed by an overloaded server is asked to wait (docs/rules.md, Overload). */
+export const OVERLOAD_RETRY_AFTER_SECONDS = 1
+
+const overload = new RateLimitExceeded({
+  message: `The server is busy; retry after ${OVERLOAD_RETRY_AFTER_SECONDS} second.`,
+  retryAfterSeconds: OVERLOAD_RETRY_AFTER_SECONDS
+})
+
+/** The answer to a request shed by an overloaded server: 429 rate_limit_exceeded with Retry-After. */
+export const overloaded = () => errorResponse(overload)
+
 /** X-RateLimit-* and the IETF draft fields, from the decision that admitted or refused the request. */
 export const withRateLimitHeaders = (response: Reply, decision: RateLimitDecision, now: number) => {
   const secondsToReset = Math.max(0, Math.ceil((decision.resetAt - now) / 1000))

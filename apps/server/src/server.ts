@@ -12,7 +12,7 @@ import {
   type ServerResponse,
   STATUS_CODES
 } from "node:http"
-import type { AddressInfo } from "node:net"
+import { type AddressInfo, Server as NetServer, type Socket } from "node:net"
 import { performance } from "node:perf_hooks"
 import type { Duplex } from "node:stream"
 import { invalid } from "@intake/domain"
@@ -30,9 +30,9 @@ import {
   Scheduler
 } from "effect"
 import { type AppOptions, type AppServices, makeApp, type RequestFacts } from "./app.js"
-import { BodyReadTimeout, bodyAbandoned, DEFAULT_BODY_TIMEOUT } from "./body.js"
-import { toIncomingRequest } from "./request.js"
-import { errorResponse, type Reply, withHeader } from "./responses.js"
+import { BodyReadTimeout, bodyAbandoned, DEFAULT_BODY_TIMEOUT, MAX_BODY_BYTES } from "./body.js"
+import { type IncomingRequest, toIncomingRequest } from "./request.js"
+import { errorResponse, type Reply } from "./responses.js"
 
 export interface ListenOptions extends AppOptions {
   /** 0 picks a free port (tests). */
@@ -47,11 +47,50 @@ export interface ListenOptions extends AppOptions {
   readonly shutdownDrain?: Duration.DurationInput
   /** INTAKE_BODY_TIMEOUT: how long a request body may take to arrive (default 10 s). */
   readonly bodyTimeout?: Duration.DurationInput
-  /** Node's `headersTimeout` (default 60 s): tests shorten it. */
+  /**
+   * INTAKE_HEADERS_TIMEOUT: how long a connection may take to send a request's line and
+   * headers, a new connection's first one included (default 10 s).
+   */
   readonly headersTimeoutMs?: number
+  /** INTAKE_IDLE_TIMEOUT: how long a keep-alive connection may wait for its next request (default 5 s). */
+  readonly idleTimeoutMs?: number
+  /** The admission bounds (docs/rules.md, Overload); each has a default that fits a small instance. */
+  readonly admission?: Partial<AdmissionBounds>
 }
 
+/** Past these a request is shed before its body is read (429 with Retry-After; docs/rules.md, Overload). */
+export interface AdmissionBounds {
+  /**
+   * INTAKE_MAX_CONNECTIONS: a connection opened while this many are open has its requests
+   * shed, and is closed, as long as more than this many are open (those opened earlier are
+   * served); at twice as many, new connections are closed unanswered.
+   */
+  readonly maxConnections: number
+  /** INTAKE_MAX_REQUESTS_IN_FLIGHT: requests being answered at once. */
+  readonly maxRequestsInFlight: number
+  /**
+   * INTAKE_MAX_BODY_BYTES_IN_FLIGHT: the bodies of the requests being answered, by their
+   * Content-Length (a chunked body counts as the largest allowed, 1 MB).
+   */
+  readonly maxBodyBytesInFlight: number
+}
+
+export const DEFAULT_ADMISSION: AdmissionBounds = {
+  maxConnections: 1_024,
+  maxRequestsInFlight: 256,
+  maxBodyBytesInFlight: 16 * MAX_BODY_BYTES
+}
+
+export const DEFAULT_HEADERS_TIMEOUT_MS = 10_000
+export const DEFAULT_IDLE_TIMEOUT_MS = 5_000
+
 export const SHUTDOWN_TIMEOUT_MS = 10_000
+
+/**
+ * When the server stops accepting, how long a connection it accepted has to begin a request
+ * (answered, with `Connection: close`) before it is closed as idle.
+ */
+const STOP_IDLE_GRACE_MS = 1_000
 
 /** The listening server: its port (0 asked for a free one; this is the one it got). */
 export class ListeningServer extends Context.Tag("@intake/server/ListeningServer")<
@@ -103,8 +142,17 @@ const send = (response: ServerResponse, reply: Reply, closeConnection: boolean) 
 }
 
 /** The 400 for a request node's parser refused, or one without Host: its issue names what was wrong. */
-const malformedRequest = (path: string, message: string, requestId: string) =>
-  withHeader(errorResponse(invalid([{ path, message }])), "x-request-id", requestId)
+const malformedRequest = (path: string, message: string) => errorResponse(invalid([{ path, message }]))
+
+/** What a request's body will hold at most, by its framing: none, its Content-Length, or (chunked) the limit. */
+const declaredBodyBytes = (message: IncomingMessage) => {
+  const declared = message.headers["content-length"]
+  if (declared !== undefined) return Math.min(Number(declared) || 0, MAX_BODY_BYTES)
+  return message.headers["transfer-encoding"] === undefined ? 0 : MAX_BODY_BYTES
+}
+
+/** The probes a load balancer sends: never shed, so an overloaded server still shows it is alive. */
+const isProbe = (pathname: string) => pathname === "/healthz" || pathname === "/readyz"
 
 /** What node's HTTP parser refused, as an issue (docs/choices.md, HTTP). */
 const parserIssue = (code: string | undefined): { path: string; message: string } => {
@@ -177,9 +225,39 @@ export const serverLayer = (options: ListenOptions) =>
       // A count, not a set of the responses: like Effect's set of root fibers
       // (fiber-roots.ts), a set of them kept ended requests alive through scavenges.
       let inFlight = 0
+      /** The declared bodies of the requests in flight, in bytes (AdmissionBounds). */
+      let bodyBytesInFlight = 0
       let onSettled: (() => void) | undefined
       /** Set when the server is told to stop: every answer from then on closes its connection. */
       let draining = false
+      const bounds: AdmissionBounds = { ...DEFAULT_ADMISSION, ...options.admission }
+      /** The open connections (per connection, never per request); their count is the connection bound's. */
+      const connections = new Set<Socket>()
+      /** Connections opened past the connection bound: their requests are shed. */
+      const pastBound = new WeakSet<Socket>()
+
+      /**
+       * A request past an admission bound, answered before its body is read: 429 with
+       * Retry-After, and its connection closed (the unread body with it).
+       */
+      const shed = (
+        request: IncomingRequest,
+        response: ServerResponse,
+        facts: RequestFacts,
+        startedAt: number
+      ) => {
+        inFlight++
+        response.once("close", () => {
+          inFlight--
+          onSettled?.()
+        })
+        run(app.shed(request, facts, startedAt), {
+          onExit: (exit) => {
+            if (Exit.isSuccess(exit)) send(response, exit.value, true)
+            else response.destroy()
+          }
+        })
+      }
 
       /**
        * One request: its fiber, and one timer for its deadline. Past the deadline the
@@ -192,7 +270,16 @@ export const serverLayer = (options: ListenOptions) =>
         const requestId = requestIdOf()
         // Node's own check answers a bare 400; this one answers in the envelope (createServer below).
         if (message.headers.host === undefined && message.httpVersion === "1.1") {
-          send(response, malformedRequest("Host", "the Host header is required in HTTP/1.1", requestId), true)
+          run(
+            app.answerMalformed(
+              malformedRequest("Host", "the Host header is required in HTTP/1.1"),
+              requestId,
+              message.socket.remoteAddress
+            ),
+            {
+              onExit: (exit) => (Exit.isSuccess(exit) ? send(response, exit.value, true) : response.destroy())
+            }
+          )
           return
         }
         const request = toIncomingRequest(message)
@@ -203,8 +290,20 @@ export const serverLayer = (options: ListenOptions) =>
           keyId: undefined,
           decision: undefined
         }
+        // Admission (docs/rules.md, Overload): counters only, on the common path.
+        const bodyBytes = declaredBodyBytes(message)
+        if (
+          (inFlight >= bounds.maxRequestsInFlight ||
+            bodyBytesInFlight + bodyBytes > bounds.maxBodyBytesInFlight ||
+            (connections.size > bounds.maxConnections && pastBound.has(message.socket))) &&
+          !isProbe(request.pathname)
+        ) {
+          shed(request, response, facts, startedAt)
+          return
+        }
         let answered = false
         inFlight++
+        bodyBytesInFlight += bodyBytes
         const timer = setTimeout(() => {
           if (answered) return
           answered = true
@@ -226,6 +325,7 @@ export const serverLayer = (options: ListenOptions) =>
         })
         response.once("close", () => {
           inFlight--
+          bodyBytesInFlight -= bodyBytes
           if (!answered) {
             // The client went away before the answer: so does the work.
             answered = true
@@ -251,39 +351,70 @@ export const serverLayer = (options: ListenOptions) =>
           }
           const requestId = requestIdOf()
           const issue = parserIssue(error.code)
-          socket.end(rawAnswer(malformedRequest(issue.path, issue.message, requestId)), () =>
-            socket.destroy()
-          )
           run(
             Effect.zipRight(
               FiberRef.set(CurrentRequestId, requestId),
-              Effect.logInfo({
-                message: "malformed request",
-                requestId,
-                status: 400,
-                reason: error.code ?? null
-              })
-            )
+              Effect.zipLeft(
+                app.answerMalformed(
+                  malformedRequest(issue.path, issue.message),
+                  requestId,
+                  (socket as Socket).remoteAddress
+                ),
+                Effect.logInfo({
+                  message: "malformed request",
+                  requestId,
+                  status: 400,
+                  reason: error.code ?? null
+                })
+              )
+            ),
+            {
+              onExit: (exit) => {
+                // The client may have gone while the limiter answered.
+                if (Exit.isFailure(exit) || !socket.writable) socket.destroy()
+                else socket.end(rawAnswer(exit.value), () => socket.destroy())
+              }
+            }
           )
         } catch {
           socket.destroy()
         }
       }
 
+      const headersTimeoutMs = options.headersTimeoutMs ?? DEFAULT_HEADERS_TIMEOUT_MS
       const server: Server = createServer(
         {
           // Answered by onRequest in the envelope instead.
           requireHostHeader: false,
-          ...(options.headersTimeoutMs === undefined
-            ? {}
-            : {
-                headersTimeout: options.headersTimeoutMs,
-                connectionsCheckingInterval: Math.min(30_000, Math.max(10, options.headersTimeoutMs / 4))
-              })
+          headersTimeout: headersTimeoutMs,
+          // Node looks for late headers this often: a slow client goes within a quarter more.
+          connectionsCheckingInterval: Math.min(1_000, Math.max(10, headersTimeoutMs / 4)),
+          keepAliveTimeout: options.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS
         },
         onRequest
       )
       server.on("clientError", onClientError)
+      // Node answers an Expect it does not know with a bare 417: this answers in the envelope.
+      server.on("checkExpectation", (message: IncomingMessage, response: ServerResponse) =>
+        run(
+          app.answerMalformed(
+            malformedRequest("Expect", "the Expect header supports only 100-continue"),
+            requestIdOf(),
+            message.socket.remoteAddress
+          ),
+          { onExit: (exit) => (Exit.isSuccess(exit) ? send(response, exit.value, true) : response.destroy()) }
+        )
+      )
+      // Past twice the bound, node closes a new connection as soon as it is accepted.
+      server.maxConnections = bounds.maxConnections * 2
+      server.on("connection", (socket: Socket) => {
+        connections.add(socket)
+        if (connections.size > bounds.maxConnections) pastBound.add(socket)
+        socket.once("close", () => {
+          connections.delete(socket)
+          onSettled?.()
+        })
+      })
       yield* Effect.async<void, ListenFailed>((resume) => {
         const onError = (cause: Error) => resume(Effect.fail(new ListenFailed({ cause })))
         server.once("error", onError)
@@ -304,26 +435,44 @@ export const serverLayer = (options: ListenOptions) =>
           Effect.sleep(drainMs)
         )
       })
+      /**
+       * Stops accepting, then lets every accepted connection end cleanly (docs/choices.md,
+       * Operations): a request in flight, or one that begins within a second, is answered
+       * with `Connection: close`; a connection idle after that second is closed (a FIN: nothing
+       * it sent is left unread). None is reset, unless the shutdown bound runs out.
+       */
       const stop = Effect.async<void>((resume) => {
         if (!server.listening) return resume(Effect.void)
-        server.close()
-        server.closeIdleConnections()
         let done = false
+        let graceOver = false
         const finish = () => {
           if (done) return
           done = true
           onSettled = undefined
           clearTimeout(timer)
+          clearTimeout(grace)
           server.closeAllConnections()
           resume(Effect.void)
         }
-        const timer = setTimeout(finish, options.shutdownTimeoutMs ?? SHUTDOWN_TIMEOUT_MS)
-        onSettled = () => {
-          // A finished response leaves its keep-alive connection idle: nothing more comes on it.
-          server.closeIdleConnections()
-          if (inFlight === 0) finish()
+        const settle = () => {
+          // A connection whose answer closed it is gone; one left idle after the grace goes now.
+          if (graceOver) server.closeIdleConnections()
+          if (connections.size === 0 && inFlight === 0) finish()
         }
-        if (inFlight === 0) finish()
+        // After this turn's accepts: what the kernel completed and node has not yet taken
+        // would be reset with the listener. Closed as a plain net server: http's own close()
+        // also closes every idle keep-alive connection at once, one whose next request is on
+        // its way included.
+        setImmediate(() => {
+          NetServer.prototype.close.call(server)
+          onSettled = settle
+          settle()
+        })
+        const grace = setTimeout(() => {
+          graceOver = true
+          settle()
+        }, STOP_IDLE_GRACE_MS)
+        const timer = setTimeout(finish, options.shutdownTimeoutMs ?? SHUTDOWN_TIMEOUT_MS)
         return Effect.sync(finish)
       })
       yield* Effect.addFinalizer(() => Effect.zipRight(startDraining, stop))

@@ -2,7 +2,7 @@
 import { ClientAddress } from "@intake/domain"
 import { Context, type Duration, Effect, Either, Layer, Option, Redacted } from "effect"
 import type { CorsOrigins } from "../src/cors.js"
-import { ListeningServer, serverLayer } from "../src/server.js"
+import { type AdmissionBounds, ListeningServer, serverLayer } from "../src/server.js"
 
 export const ADMIN_TOKEN = "test-admin-token-0123456789"
 
@@ -16,6 +16,9 @@ export const testServer = <E, R>(
     readonly bodyTimeout?: Duration.DurationInput
     /** Node's headersTimeout, in ms. */
     readonly headersTimeoutMs?: number
+    /** How long a keep-alive connection may wait for its next request, in ms. */
+    readonly idleTimeoutMs?: number
+    readonly admission?: Partial<AdmissionBounds>
     /** INTAKE_TRUSTED_PROXIES, as its text. */
     readonly trustedProxies?: string
     readonly corsOrigins?: CorsOrigins
@@ -33,6 +36,8 @@ export const testServer = <E, R>(
         ...(options.requestTimeout === undefined ? {} : { requestTimeout: options.requestTimeout }),
         ...(options.bodyTimeout === undefined ? {} : { bodyTimeout: options.bodyTimeout }),
         ...(options.headersTimeoutMs === undefined ? {} : { headersTimeoutMs: options.headersTimeoutMs }),
+        ...(options.idleTimeoutMs === undefined ? {} : { idleTimeoutMs: options.idleTimeoutMs }),
+        ...(options.admission === undefined ? {} : { admission: options.admission }),
         ...(options.trustedProxies === undefined
           ? {}
           : { trustedProxies: Either.getOrThrow(ClientAddress.parseTrustedProxies(options.trustedProxies)) }),

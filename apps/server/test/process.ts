@@ -44,6 +44,11 @@ export const environment = (extra: Record<string, string>) => {
     "INTAKE_TRUSTED_PROXIES",
     "INTAKE_BODY_TIMEOUT",
     "INTAKE_SHUTDOWN_DRAIN",
+    "INTAKE_HEADERS_TIMEOUT",
+    "INTAKE_IDLE_TIMEOUT",
+    "INTAKE_MAX_CONNECTIONS",
+    "INTAKE_MAX_REQUESTS_IN_FLIGHT",
+    "INTAKE_MAX_BODY_BYTES_IN_FLIGHT",
     "PORT"
   ]
   for (const [name, value] of Object.entries(process.env)) {

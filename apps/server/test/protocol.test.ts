@@ -2,11 +2,12 @@
  * What never reaches a route: a body that does not arrive in time (INTAKE_BODY_TIMEOUT) and
  * what node's HTTP parser refuses (oversized headers or target, a bad method, no Host, a
  * header timeout). Each answers 400 validation_failed in the envelope with an X-Request-Id,
- * `Connection: close`, and the connection closes. Sent over raw sockets, byte for byte.
+ * the per-address bucket's rate-limit headers, `Connection: close`, and the connection
+ * closes. Sent over raw sockets, byte for byte.
  */
 import { expect, layer } from "@effect/vitest"
 import { Duration, Effect } from "effect"
-import { BaseUrl, testServer } from "./harness.js"
+import { BaseUrl, call, testServer } from "./harness.js"
 import { rawConnection } from "./raw-http.js"
 import { expectError, expectHeaders, provision, runtimeFor } from "./support.js"
 
@@ -33,11 +34,15 @@ const refused = (baseUrl: string, head: string) =>
     })
   )
 
-/** A refused request: 400 validation_failed naming `path`, X-Request-Id, Connection: close. */
+/**
+ * A refused request: 400 validation_failed naming `path`, X-Request-Id, the rate-limit
+ * headers of the address's bucket (100 a minute for requests without a valid key), Connection: close.
+ */
 const expectRefused = (answer: Parameters<typeof expectHeaders>[0], path: string, message: RegExp) => {
   const details = expectError(answer, 400, "validation_failed")
   expect(details?.issues).toEqual([{ path, message: expect.stringMatching(message) }])
-  expectHeaders(answer, { rateLimit: false })
+  expectHeaders(answer)
+  expect(answer.headers.get("x-ratelimit-limit")).toBe("100")
   expect(answer.headers.get("connection")).toBe("close")
   expect(answer.headers.get("content-type")).toBe("application/json")
 }
@@ -93,6 +98,46 @@ layer(server, { excludeTestServices: true })("requests that never reach a route"
         `GET /v1/intake-bots/${"a".repeat(20_000)} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n`
       )
       expectRefused(bigTarget, "headers", /^the request line and headers are larger than \d+ bytes$/)
+    })
+  )
+
+  it.effect(
+    "a bad request line, a 40 KB header and a header name with a space carry the address's rate-limit headers, counting nothing",
+    () =>
+      Effect.gen(function* () {
+        const baseUrl = yield* BaseUrl
+        // A request without a valid key counts against the address: its remaining is the one to see.
+        const unauthenticated = yield* call(baseUrl, "GET", "/v1/intake-bots")
+        expect(unauthenticated.status).toBe(401)
+        const remaining = unauthenticated.headers.get("x-ratelimit-remaining")
+        const reset = unauthenticated.headers.get("x-ratelimit-reset")
+
+        const badLine = yield* refused(baseUrl, "this is not http\r\n\r\n")
+        expectRefused(badLine, "method", /not an HTTP method/)
+        const bigHeader = yield* refused(
+          baseUrl,
+          `GET /v1/intake-bots HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Padding: ${"a".repeat(40_000)}\r\n\r\n`
+        )
+        expectRefused(bigHeader, "headers", /larger than/)
+        const spacedName = yield* refused(
+          baseUrl,
+          "GET /v1/intake-bots HTTP/1.1\r\nHost: 127.0.0.1\r\nX Bad Name: 1\r\n\r\n"
+        )
+        expectRefused(spacedName, "headers", /characters HTTP does not allow/)
+        for (const answer of [badLine, bigHeader, spacedName]) {
+          expect(answer.headers.get("x-ratelimit-remaining")).toBe(remaining)
+          expect(answer.headers.get("x-ratelimit-reset")).toBe(reset)
+        }
+      })
+  )
+
+  it.effect("an Expect other than 100-continue answers 400 naming the header, in the envelope", () =>
+    Effect.gen(function* () {
+      const answer = yield* refused(
+        yield* BaseUrl,
+        "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nExpect: 200-ok\r\n\r\n"
+      )
+      expectRefused(answer, "Expect", /only 100-continue/)
     })
   )
 

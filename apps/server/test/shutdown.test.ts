@@ -44,6 +44,40 @@ const slowPost = (baseUrl: string, path: string, key: string, body: string) => {
   return { answer, sendRest: () => req.end(bytes.subarray(half)) }
 }
 
+/**
+ * A client that opens connection after connection, each sending its request 20 ms after it
+ * is accepted, until one is refused (the server stopped accepting): how many were answered,
+ * and how many were accepted and then lost (closed or reset without an answer).
+ */
+const knockUntilRefused = (port: number) =>
+  new Promise<{ answered: number; lost: number }>((resolve) => {
+    let answered = 0
+    let lost = 0
+    const knock = () => {
+      const socket = connect(port, "127.0.0.1")
+      let accepted = false
+      let received = ""
+      socket.once("connect", () => {
+        accepted = true
+        setTimeout(() => {
+          if (!socket.destroyed)
+            socket.write("GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+        }, 20)
+      })
+      socket.on("data", (chunk: Buffer) => {
+        received += chunk.toString("latin1")
+      })
+      socket.on("error", () => {})
+      socket.once("close", () => {
+        if (!accepted) return resolve({ answered, lost })
+        if (received.startsWith("HTTP/1.1 200")) answered++
+        else lost++
+        knock()
+      })
+    }
+    knock()
+  })
+
 /** Whether a new TCP connection to the port is accepted. */
 const accepts = (port: number) =>
   Effect.async<boolean>((resume) => {
@@ -104,7 +138,7 @@ it.scopedLive(
 )
 
 it.scopedLive(
-  "SIGTERM drains: /readyz answers 503, a request on a reused keep-alive connection gets its full answer with Connection: close, exit 0 after the drain",
+  "SIGTERM drains: /readyz answers 503, a request on a reused keep-alive connection gets its full answer with Connection: close, every connection accepted is answered, exit 0 after the drain",
   () =>
     Effect.gen(function* () {
       const DRAIN_MS = 1_000
@@ -120,6 +154,11 @@ it.scopedLive(
       expect(before.status).toBe(200)
       expect(before.headers.get("connection")).toBe("keep-alive")
 
+      // Clients connecting all the while, through the drain and past it: each connection is
+      // either answered or refused, never accepted and then dropped (docs/choices.md, Operations).
+      const knockers = Array.from({ length: 3 }, () =>
+        knockUntilRefused(Number(new URL(server.baseUrl).port))
+      )
       const signalledAt = performance.now()
       server.child.kill("SIGTERM")
       // The signal reaches the process a moment later: /readyz turns 503 then, on new connections.
@@ -147,6 +186,13 @@ it.scopedLive(
       expect(during.headers.get("x-ratelimit-limit")).toMatch(/^\d+$/)
       yield* connection.whenClosed
       expect(server.child.exitCode).toBeNull()
+
+      const knocked = yield* Effect.promise(() => Promise.all(knockers))
+      expect(
+        knocked.reduce((sum, k) => sum + k.lost, 0),
+        JSON.stringify(knocked)
+      ).toBe(0)
+      expect(knocked.reduce((sum, k) => sum + k.answered, 0)).toBeGreaterThan(0)
 
       const exit = yield* Effect.promise(() => exited)
       expect(exit.code, server.output().stderr).toBe(0)

@@ -65,6 +65,7 @@ export const StubServices = Layer.mergeAll(
       Effect.fail(new AuthenticationRequired({ message: "A valid operator token is required." })),
     limitKey: () => allowed,
     limitAnonymous: () => allowed,
+    peekAnonymous: () => allowed,
     requireScope: () => Effect.void,
     limiterFailingOpen: Effect.succeed(false)
   }),

@@ -91,6 +91,10 @@ export const makeRedisAccessInvalidation = (options: RedisAccessInvalidationOpti
               try: () => client.publish(channel, encodeMessage({ origin, event })),
               catch: (error) => (error instanceof Error ? error.message : String(error))
             }).pipe(
+              Effect.timeoutFail({
+                duration: settings.commandTimeoutMs,
+                onTimeout: () => `no answer within ${settings.commandTimeoutMs} ms`
+              }),
               Effect.catchAll((reason) =>
                 Effect.logWarning(
                   `could not publish an access invalidation (${reason}): other instances notice at the key cache's TTL`

@@ -5,8 +5,11 @@
  * Tuned to fail fast rather than wait: with Redis down, a command is refused at once
  * (no offline queue, no retry of a command whose connection dropped), so the domain's
  * fail-open cool-down takes over after one cheap failure instead of after its 3 s bound.
- * A connected Redis that stops answering is cut off by the command timeout. The
- * connection keeps reconnecting in the background, so limits come back by themselves.
+ * A connected Redis that stops answering is cut off by the command timeout, which each
+ * adapter applies to its own wait: ioredis's timer per command is off, since it fires
+ * late when the event loop is busy and fails a command whose answer already arrived (the
+ * rate limiter counts on the store's time, rate-limiter.ts). The connection keeps
+ * reconnecting in the background, so limits come back by themselves.
  */
 import { Context, Effect, Layer, Runtime, type Scope } from "effect"
 import { Redis, type RedisOptions } from "ioredis"
@@ -16,7 +19,7 @@ export interface RedisSettings {
   readonly url: string
   /** Put before every key and channel name, so several deployments (or test runs) share one Redis. */
   readonly keyPrefix: string
-  /** A command not answered by then fails (the domain treats the limiter as down). */
+  /** A command not answered by then fails (the domain treats the limiter as down); each adapter bounds its own wait by it. */
   readonly commandTimeoutMs: number
   /** A connection attempt not completed by then is dropped and retried. */
   readonly connectTimeoutMs: number
@@ -50,7 +53,6 @@ const optionsOf = (settings: RedisSettings): RedisOptions => ({
   enableOfflineQueue: false,
   maxRetriesPerRequest: 0,
   autoResendUnfulfilledCommands: false,
-  commandTimeout: settings.commandTimeoutMs,
   connectTimeout: settings.connectTimeoutMs,
   retryStrategy: (attempt) => Math.min(attempt * 100, settings.maxReconnectDelayMs)
 })
@@ -82,6 +84,8 @@ const openConnection = (settings: RedisSettings, name: string, overrides: RedisO
       }),
       (client) =>
         Effect.promise(() => client.quit().catch(() => "closed")).pipe(
+          // A release runs uninterruptibly: only an interruptible wait can be cut by the bound.
+          Effect.interruptible,
           Effect.timeout(settings.commandTimeoutMs),
           Effect.ignore,
           Effect.ensuring(Effect.sync(() => client.disconnect()))

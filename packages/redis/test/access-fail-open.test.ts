@@ -143,6 +143,54 @@ withRedis("Access on the Redis limiter, failing open", () => {
       }).pipe(Effect.scoped)
   )
 
+  it.live(
+    "a busy server is not a Redis outage: checks in flight while the event loop is blocked past the bound still count",
+    () => {
+      const log = captureLimiterLog()
+      return Effect.gen(function* () {
+        const timeoutMs = 300
+        // The connection's own command timeout as short as the limiter's bound: neither may fail a check on a late loop.
+        const limiter = RedisRateLimiterLive.pipe(
+          Layer.provide(testConnection({ commandTimeoutMs: timeoutMs }))
+        )
+        const settings = { limiterTimeoutMs: timeoutMs, limiterCooldownMs: 60_000 }
+        yield* Effect.gen(function* () {
+          const { small } = yield* principals
+          const access = yield* Access
+          const check = () => Effect.runPromise(access.limitKey(small))
+          expect((yield* Effect.promise(check)).remaining).toBe(2)
+          const blockLoop = () => {
+            const until = performance.now() + timeoutMs * 3
+            while (performance.now() < until) {}
+          }
+          // A check sent (at the end of its turn, docs/choices.md), then the loop blocked at once:
+          // Redis's answer waits unread in the socket while the bound passes.
+          const sent = check()
+          yield* Effect.promise(
+            () =>
+              new Promise<void>((resolve) =>
+                setImmediate(() => {
+                  blockLoop()
+                  resolve()
+                })
+              )
+          )
+          // A check started, then the loop blocked before its turn ended (it leaves after the block).
+          const queued = check()
+          blockLoop()
+          const decisions = yield* Effect.promise(() => Promise.all([sent, queued]))
+          // Counted by Redis, not let through: the limit of 3 holds, and the next one is refused.
+          expect(decisions.map((d) => [d.allowed, d.remaining])).toEqual([
+            [true, 1],
+            [true, 0]
+          ])
+          expect((yield* Effect.promise(check)).allowed).toBe(false)
+          expect(log.lines).toEqual([])
+        }).pipe(Effect.provide(accessTestLayer({ rateLimiter: limiter, settings })))
+      }).pipe(Effect.provide(log.layer))
+    }
+  )
+
   it.live("pointed at a closed port: the server's requests are served with their headers, fast", () =>
     Effect.gen(function* () {
       const port = yield* Effect.promise(closedPort)

@@ -297,6 +297,16 @@ export const makeAccessLayer = (overrides: Partial<AccessSettings> = {}) =>
         limitKey: (principal) =>
           limitBucket(`key:${principal.apiKey.id}`, requestsPerMinute(principal.workspace)),
         limitAnonymous: (clientIp) => limitBucket(`ip:${clientIp}`, ANONYMOUS_REQUESTS_PER_MINUTE),
+        peekAnonymous: (clientIp) =>
+          guarded(
+            limiter.peek(
+              `ip:${clientIp}`,
+              ANONYMOUS_REQUESTS_PER_MINUTE,
+              RATE_LIMIT_WINDOW_MS,
+              settings.limiterTimeoutMs
+            ),
+            ANONYMOUS_REQUESTS_PER_MINUTE
+          ),
         requireScope: (principal, scope) =>
           Either.match(checkScope(principal.apiKey.scopes, scope), {
             onLeft: (error) => Effect.fail(error),

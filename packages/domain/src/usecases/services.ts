@@ -88,6 +88,12 @@ export class Access extends Context.Tag("@intake/Access")<
     readonly limitKey: (principal: Principal) => Effect.Effect<RateLimitDecision>
     /** The per-client-IP window for requests without a valid key (100 per minute). Fails open. */
     readonly limitAnonymous: (clientIp: string) => Effect.Effect<RateLimitDecision>
+    /**
+     * That window as it stands, counting nothing: the rate-limit headers of an answer given
+     * before the request could be authenticated (a malformed request, one shed by an
+     * overloaded server). Fails open.
+     */
+    readonly peekAnonymous: (clientIp: string) => Effect.Effect<RateLimitDecision>
     readonly requireScope: (principal: Principal, scope: Scope) => Effect.Effect<void, InsufficientScopes>
     /**
      * Whether the limits are off for now because the limiter failed (its last answer was a

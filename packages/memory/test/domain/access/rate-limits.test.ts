@@ -86,6 +86,23 @@ describe("Access.limitAnonymous", () => {
       expect(yield* access.limitAnonymous("198.51.100.1")).toMatchObject({ allowed: true, remaining: 99 })
     }).pipe(Effect.provide(accessTestLayer()))
   )
+
+  it.effect("peekAnonymous tells an address's window as it stands and counts nothing", () =>
+    Effect.gen(function* () {
+      const access = yield* Access
+      expect(yield* access.peekAnonymous("203.0.113.7")).toMatchObject({
+        allowed: true,
+        limit: 100,
+        remaining: 100
+      })
+      yield* Effect.forEach(Array.from({ length: 3 }), () => access.limitAnonymous("203.0.113.7"))
+      const peeks = yield* Effect.forEach(Array.from({ length: 5 }), () =>
+        access.peekAnonymous("203.0.113.7")
+      )
+      expect(peeks.map((d) => d.remaining)).toEqual([97, 97, 97, 97, 97])
+      expect(yield* access.limitAnonymous("203.0.113.7")).toMatchObject({ remaining: 96 })
+    }).pipe(Effect.provide(accessTestLayer()))
+  )
 })
 
 describe("rate limits fail open", () => {
