@@ -25,4 +25,7 @@ usageCountersContract("memory", memory())
 contactRepositoryContract("memory", memory())
 eventOutboxContract("memory", memory())
 deliveryLogContract("memory", memory())
-dispatchSourcesContract("memory", Layer.merge(memory(), MemoryUnitOfWork.pipe(Layer.provide(MemoryDatabase.Default))))
+dispatchSourcesContract(
+  "memory",
+  Layer.merge(memory(), MemoryUnitOfWork.pipe(Layer.provide(MemoryDatabase.Default)))
+)
