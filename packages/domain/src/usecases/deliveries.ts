@@ -27,6 +27,7 @@ import {
   webhookDisabledEvent,
   webhookDisabledPayload
 } from "../policies/event-payloads.js"
+import { invertedRangeIssues } from "../policies/list-query.js"
 import { deliveriesWithheld } from "../policies/plans.js"
 import { retryAfterMillis, retryDelay } from "../policies/retry-schedule.js"
 import { signatureHeaders } from "../policies/standard-webhooks.js"
@@ -664,8 +665,11 @@ export const DeliveriesLive = Layer.effect(
           const now = yield* Clock.currentTimeMillis
           const until = window.until ?? now
           const endpoint = yield* findOwn(workspaceId, webhookId)
-          if (window.since > until)
-            return yield* Effect.fail(invalid([{ path: "since", message: "must not be after until" }]))
+          const inverted = invertedRangeIssues(
+            { name: "since", at: window.since },
+            { name: "until", at: until }
+          )
+          if (inverted.length > 0) return yield* Effect.fail(invalid(inverted))
           const queued = yield* uow.transaction(
             Effect.gen(function* () {
               const locked = yield* Effect.flatMap(
