@@ -27,12 +27,22 @@ import {
   type PageRequest,
   type WebhookEndpoint
 } from "@intake/domain"
-import { Effect, Layer, Option, Queue, Schedule, Stream } from "effect"
-import { dispatchSourcesFromRows, dispatchSourcesQuery } from "./dispatch-sources.js"
+import { Effect, Exit, Layer, Option, Queue, Schedule, Stream } from "effect"
+import { dispatchSourcesFromRows } from "./dispatch-sources.js"
 import { afterPosition, pageFrom } from "./paging.js"
+import {
+  backlogsStatement,
+  completeManyStatement,
+  dispatchSourcesStatement,
+  leaseStatement,
+  lockEndpointsStatement,
+  lockQueuedEndpoints,
+  reserveSendStatement,
+  saveHealthStatement
+} from "./queue-statements.js"
+import { directTransaction, PgReads, statementSteps } from "./reads.js"
 import { eventFromRow } from "./rows.js"
 import {
-  jsonText,
   purgedInBatches,
   type Row,
   stored,
@@ -162,127 +172,42 @@ interface QueuePlace {
 const byQueueOrder = (a: Row, b: Row) =>
   toMillis(a.due_at) - toMillis(b.due_at) || ((a.id as string) < (b.id as string) ? -1 : 1)
 
-/** Ids as one text parameter, split in SQL: the same on pg and PGlite (ids never hold a comma). */
-const idList = (ids: ReadonlyArray<string>) => ids.join(",")
-
-const isoOrNull = (millis: number | null) => (millis === null ? null : new Date(millis).toISOString())
-
-/** A finished attempt's fields, as completeMany's json rows carry them. */
-const finishedRow = (d: Delivery) => ({
-  id: d.id,
-  status: d.status,
-  response_status: d.responseStatus,
-  response_body: d.responseBody,
-  error: d.error,
-  duration_ms: d.durationMs,
-  next_retry_at: isoOrNull(d.nextRetryAt),
-  sent_at: isoOrNull(d.sentAt)
-})
-
-/** A queued retry's fields, as completeMany's json rows carry them. */
-const retryRow = (d: Delivery, dueAt: number) => ({
-  id: d.id,
-  webhook_id: d.webhookId,
-  event_id: d.eventId,
-  event_type: d.eventType,
-  attempt: d.attempt,
-  trigger: d.trigger,
-  created_at: new Date(d.createdAt).toISOString(),
-  due_at: new Date(dueAt).toISOString()
-})
-
-/** An endpoint's delivery state, as saveHealth's json rows carry it. */
-const healthRow = (e: WebhookEndpoint) => ({
-  id: e.id,
-  status: e.status,
-  last_delivery_at: isoOrNull(e.lastDeliveryAt),
-  last_delivery_ok: e.lastDeliveryOk,
-  consecutive_fails: e.consecutiveFails,
-  failing_since: isoOrNull(e.failingSince),
-  circuit_open_until: isoOrNull(e.circuitOpenUntil),
-  updated_at: new Date(e.updatedAt).toISOString()
-})
-
 export const PgDeliveryRepository = Layer.effect(
   DeliveryRepository,
-  Effect.map(SqlClient.SqlClient, (sql) => {
+  Effect.gen(function* () {
+    const sql = yield* SqlClient.SqlClient
+    const { step, deferred } = yield* statementSteps
+    const reads = yield* Effect.serviceOption(PgReads)
+    /** A claim's own transaction: on PostgreSQL on a client of the pool, its BEGIN sent with its first statement. */
+    const transaction = <A, E, R>(self: Effect.Effect<A, E, R>) =>
+      Option.isSome(reads) ? directTransaction(reads.value.pool, self) : sql.withTransaction(self)
     /**
-     * The endpoints with pending attempts: a walk over the distinct webhook ids of the queue
-     * index, one probe each.
+     * The backlogs at `now` of the endpoints with pending attempts (all of them, or those of
+     * `only`), with up to `waitingMax` of each one's due waiting attempts counted.
      */
-    const queuedEndpoints = sql`WITH RECURSIVE walk(webhook_id) AS (
-                (SELECT webhook_id FROM deliveries WHERE due_at IS NOT NULL ORDER BY webhook_id, due_at LIMIT 1)
-                UNION ALL
-                -- Ordered as deliveries_queued is, so that index serves each probe: the finished
-                -- rows of an endpoint (due_at NULL) are not in it, and are never walked over.
-                SELECT (SELECT d.webhook_id FROM deliveries d
-                  WHERE d.due_at IS NOT NULL AND d.webhook_id > walk.webhook_id
-                  ORDER BY d.webhook_id, d.due_at LIMIT 1)
-                FROM walk WHERE walk.webhook_id IS NOT NULL)
-              SELECT webhook_id FROM walk WHERE webhook_id IS NOT NULL`
-
-    /**
-     * The backlogs at `now` of the endpoints with pending attempts (all of them, or those
-     * of `only`): a walk over the distinct webhook ids of the queue index, one probe each.
-     * With `waitingMax`, also up to that many of each one's waiting attempts due by `now`.
-     */
-    const backlogs = (now: number, only: ReadonlyArray<string> | null, waitingMax = 0) => {
-      const at = toDate(now)
-      const queued =
-        only === null
-          ? queuedEndpoints
-          : sql`SELECT unnest(string_to_array(${idList(only)}, ',')) AS webhook_id`
-      // How many of its attempts are due and waiting, up to `waitingMax`: a claim plans with
-      // the counts and reads the rows it takes only as it leases them.
-      const waiting =
-        waitingMax === 0
-          ? sql`0`
-          : sql`(SELECT count(*) FROM (
-              SELECT 1 FROM deliveries d
-              WHERE d.webhook_id = q.webhook_id AND d.due_at <= ${at}
-                AND (d.lease_until IS NULL OR d.lease_until <= ${at})
-              ORDER BY d.due_at, d.id LIMIT ${waitingMax}) w)`
-      return Effect.map(
-        sql<Row>`SELECT q.webhook_id, e.workspace_id, e.consecutive_fails, e.circuit_open_until, e.rate_limit,
-            p.next_send_at,
-            (SELECT count(*) FROM deliveries d
-              WHERE d.webhook_id = q.webhook_id AND d.due_at IS NOT NULL AND d.lease_until IS NOT NULL
-                AND d.lease_until > ${at}) AS in_flight,
-            (SELECT min(d.lease_until) FROM deliveries d
-              WHERE d.webhook_id = q.webhook_id AND d.due_at IS NOT NULL AND d.lease_until IS NOT NULL
-                AND d.lease_until > ${at}) AS first_lease_end,
-            (SELECT d.due_at FROM deliveries d
-              WHERE d.webhook_id = q.webhook_id AND d.due_at IS NOT NULL
-                AND (d.lease_until IS NULL OR d.lease_until <= ${at})
-              ORDER BY d.due_at, d.id LIMIT 1) AS head_due_at,
-            ${waiting} AS waiting
-          FROM (${queued}) q
-          LEFT JOIN webhook_endpoints e ON e.id = q.webhook_id
-          LEFT JOIN webhook_pacing p ON p.webhook_id = q.webhook_id`,
-        (rows) => {
-          const waitingBy = new Map<string, number>()
-          const list = rows.map((row): DeliveryIsolation.EndpointBacklog => {
-            const webhookId = row.webhook_id as string
-            waitingBy.set(webhookId, toNumber(row.waiting))
-            return {
-              webhookId,
-              workspaceId: (row.workspace_id as string | null) ?? null,
-              consecutiveFails: row.consecutive_fails === null ? 0 : toNumber(row.consecutive_fails),
-              circuitOpenUntil: toMillisOrNull(row.circuit_open_until),
-              rateLimit: row.rate_limit === null ? null : toNumber(row.rate_limit),
-              nextSendAt: toMillisOrNull(row.next_send_at),
-              inFlight: toNumber(row.in_flight),
-              headDueAt: toMillisOrNull(row.head_due_at),
-              firstLeaseEnd: toMillisOrNull(row.first_lease_end)
-            }
-          })
-          /** The endpoint's waiting attempts as places in its queue, for planClaim. */
-          const waiting = (webhookId: string): ReadonlyArray<QueuePlace> =>
-            Array.from({ length: waitingBy.get(webhookId) ?? 0 }, (_, place) => ({ webhookId, place }))
-          return { list, waiting }
-        }
-      )
-    }
+    const backlogs = (operation: string, now: number, only: ReadonlyArray<string> | null, waitingMax = 0) =>
+      step(operation, backlogsStatement(now, waitingMax, only), (rows) => {
+        const waitingBy = new Map<string, number>()
+        const list = rows.map((row): DeliveryIsolation.EndpointBacklog => {
+          const webhookId = row.webhook_id as string
+          waitingBy.set(webhookId, toNumber(row.waiting))
+          return {
+            webhookId,
+            workspaceId: (row.workspace_id as string | null) ?? null,
+            consecutiveFails: row.consecutive_fails === null ? 0 : toNumber(row.consecutive_fails),
+            circuitOpenUntil: toMillisOrNull(row.circuit_open_until),
+            rateLimit: row.rate_limit === null ? null : toNumber(row.rate_limit),
+            nextSendAt: toMillisOrNull(row.next_send_at),
+            inFlight: toNumber(row.in_flight),
+            headDueAt: toMillisOrNull(row.head_due_at),
+            firstLeaseEnd: toMillisOrNull(row.first_lease_end)
+          }
+        })
+        /** The endpoint's waiting attempts as places in its queue, for planClaim. */
+        const waiting = (webhookId: string): ReadonlyArray<QueuePlace> =>
+          Array.from({ length: waitingBy.get(webhookId) ?? 0 }, (_, place) => ({ webhookId, place }))
+        return Exit.succeed({ list, waiting })
+      })
 
     const claim = (
       now: number,
@@ -292,44 +217,33 @@ export const PgDeliveryRepository = Layer.effect(
       isolation = DeliveryIsolation.DEFAULT_ISOLATION
     ) =>
       stored("deliveries.claim")(
-        sql.withTransaction(
+        transaction(
           Effect.gen(function* () {
             // Every endpoint with pending attempts that no other claim holds, locked in
             // one statement; the policies then pick from their backlogs.
-            const locked = (yield* sql<Row>`SELECT q.webhook_id FROM (${queuedEndpoints}) q
-                    WHERE pg_try_advisory_xact_lock(hashtextextended('intake:claim:' || q.webhook_id, 0))`).map(
-              (row) => row.webhook_id as string
+            const locked = yield* step("deliveries.claim", lockQueuedEndpoints, (rows) =>
+              Exit.succeed(rows.map((row) => row.webhook_id as string))
             )
             if (locked.length === 0) return { deliveries: [], more: false, claimedAt: now }
             // A new statement, a new snapshot: every claim that held these locks before is seen.
             // One more than an endpoint may take, to tell whether it leaves any waiting.
-            const fresh = yield* backlogs(now, locked, Math.max(1, isolation.maxInFlight) + 1)
+            const fresh = yield* backlogs(
+              "deliveries.claim",
+              now,
+              locked,
+              Math.max(1, isolation.maxInFlight) + 1
+            )
             const plan = DeliveryIsolation.planClaim(fresh.list, fresh.waiting, now, limit, isolation)
             if (plan.attempts.length === 0) return { deliveries: [], more: plan.more, claimedAt: now }
-            // The rows the plan takes, read as they are leased: each endpoint's first
-            // `count` waiting attempts (under its lock, the ones the counts saw).
+            // The rows the plan takes, read as they are leased, with the rate limits' next
+            // sends in the same statement.
             const counts = new Map<string, number>()
             for (const { webhookId } of plan.attempts) counts.set(webhookId, (counts.get(webhookId) ?? 0) + 1)
-            const lease = sql`UPDATE deliveries
-                  SET lease_until = ${toDate(now + leaseMs)}, claim_token = ${claimToken}
-                  WHERE id IN (SELECT p.id FROM unnest(
-                      string_to_array(${idList([...counts.keys()])}, ','),
-                      string_to_array(${[...counts.values()].join(",")}, ',')::int[]
-                    ) AS t(webhook_id, count)
-                    CROSS JOIN LATERAL (SELECT d.id FROM deliveries d
-                      WHERE d.webhook_id = t.webhook_id AND d.due_at <= ${toDate(now)}
-                        AND (d.lease_until IS NULL OR d.lease_until <= ${toDate(now)})
-                      ORDER BY d.due_at, d.id LIMIT t.count) p)
-                  RETURNING *`
-            // The rate limits' next sends in the same statement: one round trip.
-            const leased =
-              plan.nextSendAt.length === 0
-                ? yield* sql<Row>`${lease}`
-                : yield* sql<Row>`WITH leased AS (${lease}), paced AS (
-                        INSERT INTO webhook_pacing (webhook_id, next_send_at)
-                        VALUES ${sql.csv(plan.nextSendAt.map(({ webhookId, at }) => sql`(${webhookId}, ${toDate(at)})`))}
-                        ON CONFLICT (webhook_id) DO UPDATE SET next_send_at = EXCLUDED.next_send_at)
-                      SELECT * FROM leased`
+            const leased = yield* step(
+              "deliveries.claim",
+              leaseStatement(now, now + leaseMs, claimToken, counts, plan.nextSendAt),
+              (rows) => Exit.succeed(rows)
+            )
             // In the fair order the plan made: a place is its endpoint's n-th attempt in queue order.
             const byEndpoint = new Map<string, Array<Row>>()
             for (const row of leased) {
@@ -399,84 +313,32 @@ export const PgDeliveryRepository = Layer.effect(
             })
           )
         ),
-      // One statement: the finished records where the claim is still this token's, the
-      // retries, and the ids whose claim is not (the caller then rolls the unit of work back).
-      // Its commit need not wait for the WAL flush, as `complete`'s.
       completeMany: (attempts, claimToken) =>
-        stored("deliveries.completeMany")(
-          Effect.map(
-            sql<Row>`WITH input AS (
-                SELECT * FROM json_to_recordset(${jsonText(attempts.map(({ finished: f }) => finishedRow(f)))}::json)
-                  AS x(id text, status text, response_status integer, response_body text, error text,
-                       duration_ms integer, next_retry_at timestamptz, sent_at timestamptz)
-              ), done AS (
-                UPDATE deliveries d SET status = i.status, response_status = i.response_status,
-                  response_body = i.response_body, error = i.error, duration_ms = i.duration_ms,
-                  next_retry_at = i.next_retry_at, sent_at = i.sent_at, due_at = NULL, lease_until = NULL,
-                  claim_token = NULL
-                FROM input i
-                WHERE d.id = ANY(string_to_array(${idList(attempts.map(({ finished }) => finished.id))}, ','))
-                  AND d.id = i.id AND d.due_at IS NOT NULL AND d.claim_token = ${claimToken}
-                RETURNING d.id
-              ), queued AS (
-                INSERT INTO deliveries (id, webhook_id, event_id, event_type, attempt, trigger, status, created_at, due_at)
-                SELECT r.id, r.webhook_id, r.event_id, r.event_type, r.attempt, r.trigger, 'pending', r.created_at, r.due_at
-                FROM json_to_recordset(${jsonText(attempts.flatMap(({ next }) => (next === null ? [] : [retryRow(next.delivery, next.dueAt)])))}::json)
-                  AS r(id text, webhook_id text, event_id text, event_type text, attempt integer, trigger text,
-                       created_at timestamptz, due_at timestamptz)
-              )
-              SELECT i.id FROM input i, (SELECT set_config('synchronous_commit', 'off', true)) AS commit_setting
-              WHERE NOT EXISTS (SELECT 1 FROM done WHERE done.id = i.id)`,
-            (rows) => rows.map((row) => row.id as string)
-          )
+        step("deliveries.completeMany", completeManyStatement(attempts, claimToken), (rows) =>
+          Exit.succeed(rows.map((row) => row.id as string))
         ),
       dispatchSources: (deliveries) =>
         deliveries.length === 0
           ? Effect.succeed(new Map())
-          : stored("deliveries.dispatchSources")(
-              Effect.map(dispatchSourcesQuery(sql, deliveries), dispatchSourcesFromRows)
+          : step("deliveries.dispatchSources", dispatchSourcesStatement(deliveries), (rows) =>
+              Exit.succeed(dispatchSourcesFromRows(rows))
             ),
       // In id order, as the port asks: batches of the same endpoints lock them alike.
       lockEndpoints: (ids) =>
         ids.length === 0
           ? Effect.succeed([])
-          : stored("deliveries.lockEndpoints")(
-              Effect.map(
-                sql<Row>`SELECT * FROM webhook_endpoints WHERE id = ANY(string_to_array(${idList(ids)}, ','))
-                  ORDER BY id FOR UPDATE`,
-                (rows) => rows.map(endpointFromRow)
-              )
+          : step("deliveries.lockEndpoints", lockEndpointsStatement(ids), (rows) =>
+              Exit.succeed(rows.map(endpointFromRow))
             ),
+      // Its failure fails the unit of work: it goes with the unit's next statement (its COMMIT).
       saveHealth: (endpoints) =>
         endpoints.length === 0
           ? Effect.void
-          : stored("deliveries.saveHealth")(
-              Effect.asVoid(sql`UPDATE webhook_endpoints e SET status = x.status,
-                  last_delivery_at = x.last_delivery_at, last_delivery_ok = x.last_delivery_ok,
-                  consecutive_fails = x.consecutive_fails, failing_since = x.failing_since,
-                  circuit_open_until = x.circuit_open_until, updated_at = x.updated_at
-                FROM json_to_recordset(${jsonText(endpoints.map(healthRow))}::json)
-                  AS x(id text, status text, last_delivery_at timestamptz, last_delivery_ok boolean,
-                       consecutive_fails integer, failing_since timestamptz, circuit_open_until timestamptz,
-                       updated_at timestamptz)
-                WHERE e.id = x.id`)
-            ),
-      // One statement: the gate moves only when the last gated send is far enough behind;
-      // otherwise it answers when the next may start.
+          : deferred("deliveries.saveHealth", saveHealthStatement(endpoints)),
       reserveSend: (webhookId, at, spacingMs) =>
-        stored("deliveries.reserveSend")(
-          Effect.map(
-            sql<Row>`WITH reserved AS (
-                INSERT INTO webhook_pacing AS p (webhook_id, next_send_at, last_sent_at)
-                VALUES (${webhookId}, ${toDate(at)}, ${toDate(at)})
-                ON CONFLICT (webhook_id) DO UPDATE SET last_sent_at = EXCLUDED.last_sent_at
-                  WHERE p.last_sent_at IS NULL OR p.last_sent_at <= ${toDate(at - spacingMs)}
-                RETURNING 1
-              )
-              SELECT (SELECT count(*) FROM reserved) AS reserved,
-                (SELECT last_sent_at FROM webhook_pacing WHERE webhook_id = ${webhookId}) AS last_sent_at`,
-            ([row]) =>
-              toNumber(row?.reserved ?? 0) > 0 ? null : toMillis(row?.last_sent_at ?? at) + spacingMs
+        step("deliveries.reserveSend", reserveSendStatement(webhookId, at, spacingMs), ([row]) =>
+          Exit.succeed(
+            toNumber(row?.reserved ?? 0) > 0 ? null : toMillis(row?.last_sent_at ?? at) + spacingMs
           )
         ),
       release: (ids, claimToken) =>
@@ -489,10 +351,8 @@ export const PgDeliveryRepository = Layer.effect(
       insertFinished: (delivery) =>
         stored("deliveries.insertFinished")(insert([deliveryRow(delivery, null)])),
       nextDueAt: (now, isolation = DeliveryIsolation.DEFAULT_ISOLATION) =>
-        stored("deliveries.nextDueAt")(
-          Effect.map(backlogs(now, null), (all) =>
-            Option.fromNullable(DeliveryIsolation.earliestClaimableAt(all.list, now, isolation))
-          )
+        Effect.map(backlogs("deliveries.nextDueAt", now, null), (all) =>
+          Option.fromNullable(DeliveryIsolation.earliestClaimableAt(all.list, now, isolation))
         ),
       findInWebhook: (webhookId, id) =>
         stored("deliveries.findInWebhook")(
