@@ -6,7 +6,7 @@ import {
   EventPayloads,
   EventType,
   type errorCatalog
-} from "@intake/domain"
+} from "@intake/domain/internal"
 import { Context, ParseResult, Schema } from "effect"
 
 /** A value of a fixed set, whose failure names every allowed value. */
