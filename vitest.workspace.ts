@@ -13,6 +13,17 @@ export default [
   "packages/client",
   "apps/server",
   "apps/worker",
+  // examples/embedded-service on the packed packages, installed with npm outside the
+  // workspace: the build, the packs and the install take tens of seconds.
+  {
+    test: {
+      name: "embedding",
+      root: "./examples",
+      include: ["test/**/*.test.ts"],
+      testTimeout: 120_000,
+      hookTimeout: 180_000
+    }
+  },
   // The server's HTTP tests again, with the server on PostgreSQL (a fresh database per test
   // layer) and on the embedded default, PGlite (in memory).
   {

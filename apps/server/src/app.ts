@@ -13,8 +13,8 @@ import {
   type Idempotency,
   type Principal,
   type RateLimitDecision
-} from "@intake/domain"
-import { CurrentRequestId, type RequestLogWrite } from "@intake/node"
+} from "@intake/domain/internal"
+import { CurrentRequestId, type RequestLogWrite } from "@intake/node/internal"
 import { Clock, Duration, Effect, FiberRef, Option, type Redacted } from "effect"
 import { type CorsOrigins, isPreflight, preflightHeaders, responseCorsHeaders } from "./cors.js"
 import { docsPage, makeScalarScript, SCALAR_SCRIPT_PATH } from "./docs.js"

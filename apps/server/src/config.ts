@@ -4,7 +4,7 @@
  */
 
 import { isolationConfig, type SummarizerConfig, summarizerConfig } from "@intake/delivery"
-import { ClientAddress, type DeliveryIsolation, RetrySchedule } from "@intake/domain"
+import { ClientAddress, type DeliveryIsolation, RetrySchedule } from "@intake/domain/internal"
 import { logLevelConfig } from "@intake/node"
 import { Config, ConfigError, Duration, Either, type LogLevel, Option, Redacted } from "effect"
 import { MAX_BODY_BYTES } from "./body.js"

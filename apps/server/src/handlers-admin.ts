@@ -1,7 +1,7 @@
 /** The operator interface (docs/rules.md, Operator API), bound to the use cases. */
 
 import * as Api from "@intake/api"
-import { DateTimes, IntakeBots, invalid, Provisioning, Submissions } from "@intake/domain"
+import { DateTimes, IntakeBots, invalid, Provisioning, Submissions } from "@intake/domain/internal"
 import { Effect } from "effect"
 import { type Handlers, routesOf } from "./routes.js"
 

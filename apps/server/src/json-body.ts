@@ -8,7 +8,7 @@
  */
 import { promisify } from "node:util"
 import { gunzip } from "node:zlib"
-import { invalid, JsonText } from "@intake/domain"
+import { invalid, JsonText } from "@intake/domain/internal"
 import { Effect } from "effect"
 
 const gunzipBounded = promisify(gunzip)

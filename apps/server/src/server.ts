@@ -16,7 +16,7 @@ import { type AddressInfo, Server as NetServer, type Socket } from "node:net"
 import { performance } from "node:perf_hooks"
 import type { Duplex } from "node:stream"
 import { invalid } from "@intake/domain"
-import { CurrentRequestId, RequestLogWriter, untrackRootFibers } from "@intake/node"
+import { CurrentRequestId, RequestLogWriter, untrackRootFibers } from "@intake/node/internal"
 import {
   Context,
   Data,

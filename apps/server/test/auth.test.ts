@@ -1,5 +1,5 @@
 import { expect, layer } from "@effect/vitest"
-import { ApiKeyFormat, Crypto } from "@intake/domain"
+import { ApiKeyFormat, Crypto } from "@intake/domain/internal"
 import { NodeCryptoLive } from "@intake/node"
 import { Effect } from "effect"
 import { BaseUrl, call } from "./harness.js"

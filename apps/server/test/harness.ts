@@ -1,5 +1,5 @@
 /** Starts the real server on a free port over the given services; tests talk to it over a socket. */
-import { ClientAddress } from "@intake/domain"
+import { ClientAddress } from "@intake/domain/internal"
 import { Context, type Duration, Effect, Either, Layer, Option, Redacted } from "effect"
 import type { CorsOrigins } from "../src/cors.js"
 import { type AdmissionBounds, ListeningServer, serverLayer } from "../src/server.js"

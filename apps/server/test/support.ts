@@ -2,7 +2,7 @@
 
 import { expect } from "@effect/vitest"
 import { DeliveryIsolation } from "@intake/domain"
-import type { MemoryDatabase } from "@intake/memory"
+import type { MemoryDatabase } from "@intake/memory/internal"
 import { layerPglite } from "@intake/postgres"
 import { PostgresTestDatabase } from "@intake/postgres/testing"
 import { Clock, Effect, Layer } from "effect"

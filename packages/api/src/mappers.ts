@@ -14,7 +14,7 @@ import {
   type WebhookEndpoint,
   WireShapes,
   type Workspace
-} from "@intake/domain"
+} from "@intake/domain/internal"
 import type { SubmissionListWire } from "./v1.js"
 import type {
   ApiKeyWire,

@@ -7,7 +7,7 @@ import {
   EventType,
   type errorCatalog,
   Paging
-} from "@intake/domain"
+} from "@intake/domain/internal"
 import { Context, ParseResult, Schema } from "effect"
 
 /** A value of a fixed set, whose failure names every allowed value. */

@@ -1,31 +1,23 @@
+/**
+ * The embedding API of @intake/domain (docs/embedding.md): the models, the errors a host
+ * handles, the ports an adapter implements, the use cases over them, and the policies a
+ * host configures or reads (plans, scopes, retry schedule, isolation, event payloads).
+ * Semantic versioning covers this entry point. The wire shapes and the hot-path helpers the
+ * adapters and the HTTP server share are under "@intake/domain/internal", outside it.
+ */
 export * from "./errors.js"
 export * from "./models.js"
-export * as ApiKeyFormat from "./policies/api-key.js"
-export * as BotSchema from "./policies/bot-schema.js"
-export * as CanonicalJson from "./policies/canonical-json.js"
-export * as ClientAddress from "./policies/client-address.js"
-export * as ContactEvents from "./policies/contact-events.js"
-export * as Cursor from "./policies/cursor.js"
-export * as DateTimes from "./policies/date-time.js"
 export * as DeliveryIsolation from "./policies/delivery-isolation.js"
 export * as EndpointHealth from "./policies/endpoint-health.js"
 export * as EventPayloads from "./policies/event-payloads.js"
-export * as FieldValues from "./policies/field-values.js"
-export * as JsonText from "./policies/json-text.js"
 export * as Paging from "./policies/list-query.js"
-export * as ModelSummary from "./policies/model-summary.js"
-export * as Period from "./policies/period.js"
 export * from "./policies/plans.js"
 export * as RetrySchedule from "./policies/retry-schedule.js"
 export * from "./policies/scopes.js"
-export * as ShareSlug from "./policies/share-slug.js"
 export * from "./policies/sliding-window.js"
 export * as StandardWebhooks from "./policies/standard-webhooks.js"
 export * as Summary from "./policies/summary.js"
 export * as WebhookEvents from "./policies/webhook-events.js"
-export * as WebhookSecret from "./policies/webhook-secret.js"
-export * as WebhookUrl from "./policies/webhook-url.js"
-export * as WireShapes from "./policies/wire-shapes.js"
 export * from "./ports.js"
 export * from "./usecases/access.js"
 export * from "./usecases/all.js"

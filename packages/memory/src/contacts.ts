@@ -1,4 +1,4 @@
-import { ContactEvents, ContactRepository } from "@intake/domain"
+import { ContactEvents, ContactRepository } from "@intake/domain/internal"
 import { Effect, Layer, Option } from "effect"
 import { MemoryDatabase } from "./database.js"
 import { appendIn } from "./event-outbox.js"

@@ -1,17 +1,6 @@
-export * from "./access-invalidation.js"
-export * from "./access-ports.js"
-export * from "./api-key-repository.js"
-export * from "./contacts.js"
-export * from "./database.js"
-export * from "./deliveries.js"
-export * from "./event-outbox.js"
-export * from "./intake-bots.js"
-export * from "./rate-limiter.js"
+/**
+ * The embedding API of @intake/memory (docs/embedding.md): every storage port on one
+ * in-memory database, and what stays in a process beside a database. The single adapters
+ * (for tests that mix them) are under "@intake/memory/internal", outside semantic versioning.
+ */
 export * from "./runtime.js"
-export * from "./submission-ports.js"
-export * from "./submissions.js"
-export * from "./summary-jobs.js"
-export * from "./unit-of-work.js"
-export * from "./usage-counters.js"
-export * from "./webhooks.js"
-export * from "./workspace-repository.js"

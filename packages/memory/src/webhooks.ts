@@ -9,7 +9,7 @@ import {
   IdempotencyStore,
   PlanLimitExceeded,
   WebhookRepository
-} from "@intake/domain"
+} from "@intake/domain/internal"
 import { Effect, Layer, Option } from "effect"
 import { MemoryDatabase } from "./database.js"
 

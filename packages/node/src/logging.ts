@@ -4,7 +4,7 @@
  * delivery attempt) has its fields at the top level of the line, beside the level and
  * the time, so a log pipeline can filter on them without unpacking a nested message.
  */
-import { WireShapes } from "@intake/domain"
+import { WireShapes } from "@intake/domain/internal"
 import {
   Cause,
   Config,

@@ -8,7 +8,7 @@
 import { type AiError, LanguageModel, Prompt } from "@effect/ai"
 import { OpenAiClient, OpenAiLanguageModel } from "@effect/ai-openai"
 import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
-import { ModelSummary, Summarizer, type SummaryInput, SummaryUnavailable } from "@intake/domain"
+import { ModelSummary, Summarizer, type SummaryInput, SummaryUnavailable } from "@intake/domain/internal"
 import { Effect, Layer, Option, type Redacted } from "effect"
 
 export interface ModelSummarizerOptions {

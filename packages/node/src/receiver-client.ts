@@ -18,7 +18,7 @@ import {
   type ReceiverResponse,
   ReceiverUnreachable,
   WebhookUrl
-} from "@intake/domain"
+} from "@intake/domain/internal"
 import { Effect, Layer } from "effect"
 
 export interface ReceiverClientOptions {

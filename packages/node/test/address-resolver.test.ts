@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { AddressResolver, WebhookUrl } from "@intake/domain"
+import { AddressResolver, WebhookUrl } from "@intake/domain/internal"
 import { Effect } from "effect"
 import { NodeAddressResolver } from "../src/platform.js"
 

@@ -1,15 +1,11 @@
-export * from "./access.js"
-export * from "./data-dir-lock.js"
+/**
+ * The embedding API of @intake/postgres (docs/embedding.md): the ports on PostgreSQL or
+ * PGlite, their database client layers, the migrations and the database checks. The
+ * repositories behind the ports are not exported: they change with the schema.
+ */
 export * from "./database-status.js"
-export * from "./deliveries.js"
 export * from "./migrations.js"
 export * from "./migrator.js"
 export * from "./pg-pool.js"
 export * from "./pglite-client.js"
-export * from "./purge.js"
 export * from "./runtime.js"
-export * from "./storage.js"
-export * from "./submissions.js"
-export * from "./summary-jobs.js"
-export * from "./unit-of-work.js"
-export * from "./webhooks.js"

@@ -25,7 +25,7 @@ import { connect } from "node:net"
 import { SqlClient } from "@effect/sql"
 import type { Connection } from "@effect/sql/SqlConnection"
 import { SqlError } from "@effect/sql/SqlError"
-import { type StorageUnavailable, WireShapes } from "@intake/domain"
+import { type StorageUnavailable, WireShapes } from "@intake/domain/internal"
 import { Context, Effect, Exit, FiberRef, Option, Stream } from "effect"
 import {
   DatabaseError,

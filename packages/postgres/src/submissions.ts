@@ -20,7 +20,7 @@ import {
   SubmissionRepository,
   UsageCounters,
   WireShapes
-} from "@intake/domain"
+} from "@intake/domain/internal"
 import { Effect, Exit, Layer, Option } from "effect"
 import { workspaceFromRow } from "./access.js"
 import { deliveryRow } from "./deliveries.js"

@@ -1,6 +1,6 @@
 import { expect, it } from "@effect/vitest"
 import { IdempotencyStore, UnitOfWork } from "@intake/domain"
-import { MemoryDatabase, MemoryIdempotencyStore, MemoryUnitOfWork } from "@intake/memory"
+import { MemoryDatabase, MemoryIdempotencyStore, MemoryUnitOfWork } from "@intake/memory/internal"
 import { Duration, Effect, Layer, TestClock } from "effect"
 import { IdempotencyPurgeLive } from "../src/purge.js"
 

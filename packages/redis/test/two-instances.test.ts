@@ -21,7 +21,7 @@ import {
   MemoryRateLimiter,
   MemoryUnitOfWork,
   MemoryWorkspaceRepository
-} from "@intake/memory"
+} from "@intake/memory/internal"
 import { PlatformLive } from "@intake/node"
 import { bearer } from "@intake/testing"
 import { Context, Effect, Either, Layer } from "effect"

@@ -25,7 +25,7 @@ import {
   MemoryRateLimiter,
   MemoryUnitOfWork,
   MemoryWorkspaceRepository
-} from "@intake/memory"
+} from "@intake/memory/internal"
 import { PlatformLive } from "@intake/node"
 import { Context, Effect, Layer, Ref } from "effect"
 

@@ -24,7 +24,7 @@ import {
   MemoryUnitOfWork,
   MemoryWebhookRepository,
   MemoryWorkspaceRepository
-} from "@intake/memory"
+} from "@intake/memory/internal"
 import { PlatformLive } from "@intake/node"
 import { Effect, Layer } from "effect"
 import { uniqueId } from "./records.js"

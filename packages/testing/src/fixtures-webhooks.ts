@@ -16,7 +16,7 @@ import {
   MemoryWebhookPortsLive,
   MemoryWebhookRepository,
   MemoryWorkspaceRepository
-} from "@intake/memory"
+} from "@intake/memory/internal"
 import { PlatformLive } from "@intake/node"
 import { Effect, Layer } from "effect"
 import { aWorkspace, uniqueId } from "./records.js"

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { ApiKeyFormat } from "@intake/domain"
+import { ApiKeyFormat } from "@intake/domain/internal"
 import { Either } from "effect"
 
 const { generateApiKey, parseBearer, checksumOf, crc32, toBase62, BASE62_ALPHABET } = ApiKeyFormat

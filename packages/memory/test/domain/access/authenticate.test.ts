@@ -7,8 +7,8 @@ import {
   Crypto,
   Provisioning,
   WorkspaceRepository
-} from "@intake/domain"
-import { MemoryDatabase } from "@intake/memory"
+} from "@intake/domain/internal"
+import { MemoryDatabase } from "@intake/memory/internal"
 import { accessTestLayer, authenticate, bearer, provisionApiKey } from "@intake/testing"
 import { Clock, Effect, Option, TestClock } from "effect"
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { ClientAddress } from "@intake/domain"
+import { ClientAddress } from "@intake/domain/internal"
 import { Either } from "effect"
 
 const trusted = (text: string) => Either.getOrThrow(ClientAddress.parseTrustedProxies(text))

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { ApiKeyFormat, type Plan, Provisioning } from "@intake/domain"
+import { ApiKeyFormat, type Plan, Provisioning } from "@intake/domain/internal"
 import { accessTestLayer, authenticate, issueApiKey, provisionWorkspace } from "@intake/testing"
 import { Clock, Effect, Either, TestClock } from "effect"
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { DateTimes, invalid, JsonText, MAX_LISTED_ISSUES } from "@intake/domain"
+import { DateTimes, invalid, JsonText, MAX_LISTED_ISSUES } from "@intake/domain/internal"
 
 describe("JSON bodies", () => {
   it("accepts ordinary text, emoji (surrogate pairs) and 64 levels", () => {

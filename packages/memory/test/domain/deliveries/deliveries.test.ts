@@ -14,7 +14,7 @@ import {
   Webhooks,
   WireShapes,
   WorkspaceRepository
-} from "@intake/domain"
+} from "@intake/domain/internal"
 import { answer, newIntakeBot, requiredOnlyData, unreachable } from "@intake/testing"
 import { Effect, TestClock } from "effect"
 import { Webhook } from "standardwebhooks"

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { CanonicalJson } from "@intake/domain"
+import { CanonicalJson } from "@intake/domain/internal"
 
 describe("canonicalJson", () => {
   it("sorts keys at every depth and drops whitespace", () => {

@@ -13,7 +13,7 @@ import {
   UseCasesLive,
   WebhookSettings
 } from "@intake/domain"
-import { MemoryDatabase, MemoryPortsLive } from "@intake/memory"
+import { MemoryDatabase, MemoryPortsLive } from "@intake/memory/internal"
 import { NodePlatformLive } from "@intake/node"
 import { newIntakeBot, validSubmissionData } from "@intake/testing"
 import { Effect, Layer } from "effect"

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { BotSchema, type SchemaField, type ValidationFailed } from "@intake/domain"
+import { BotSchema, type SchemaField, type ValidationFailed } from "@intake/domain/internal"
 import { everyFieldTypeSchema } from "@intake/testing"
 import { Either } from "effect"
 

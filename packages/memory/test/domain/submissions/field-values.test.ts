@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { type FieldType, FieldValues, type SchemaField, type ValidationFailed } from "@intake/domain"
+import { type FieldType, FieldValues, type SchemaField, type ValidationFailed } from "@intake/domain/internal"
 import { everyFieldTypeSchema, validSubmissionData, valuesByType } from "@intake/testing"
 import { Either } from "effect"
 

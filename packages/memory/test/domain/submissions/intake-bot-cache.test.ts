@@ -8,7 +8,7 @@ import {
   IntakeBots,
   IntakeBotsLive
 } from "@intake/domain"
-import { MemoryAccessInvalidation } from "@intake/memory"
+import { MemoryAccessInvalidation } from "@intake/memory/internal"
 import { Effect, Layer, Option, TestClock } from "effect"
 import { givenBot, givenWorkspace, memoryPorts } from "./setup.js"
 

@@ -7,7 +7,7 @@ import {
   ShareSlug,
   Submissions,
   ValidationFailed
-} from "@intake/domain"
+} from "@intake/domain/internal"
 import { NodeCryptoLive } from "@intake/node"
 import { everyFieldTypeSchema, newIntakeBot, requiredOnlyData } from "@intake/testing"
 import { Effect, Layer, TestClock } from "effect"

@@ -16,7 +16,7 @@ import {
   SummaryUnavailable,
   Webhooks,
   WorkspaceRepository
-} from "@intake/domain"
+} from "@intake/domain/internal"
 import {
   aWorkspace,
   deliveryRulesLayer,

@@ -13,7 +13,7 @@ import {
   MemorySubmissionPortsLive,
   MemoryUnitOfWork,
   MemoryWorkspaceRepository
-} from "@intake/memory"
+} from "@intake/memory/internal"
 import { PlatformLive } from "@intake/node"
 import { aWorkspace, newIntakeBot } from "@intake/testing"
 import { Effect, Layer } from "effect"

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Period, type SchemaField, ShareSlug, Summary } from "@intake/domain"
+import { Period, type SchemaField, ShareSlug, Summary } from "@intake/domain/internal"
 import { everyFieldTypeSchema, validSubmissionData } from "@intake/testing"
 
 describe("share slugs", () => {

@@ -1,6 +1,6 @@
 import { createHmac, randomBytes } from "node:crypto"
 import { describe, expect, it } from "@effect/vitest"
-import { StandardWebhooks, WebhookSecret } from "@intake/domain"
+import { StandardWebhooks, WebhookSecret } from "@intake/domain/internal"
 import { Webhook } from "standardwebhooks"
 
 const nodeHmac: StandardWebhooks.HmacSha256 = (key, message) =>

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { WebhookUrl } from "@intake/domain"
+import { WebhookUrl } from "@intake/domain/internal"
 
 describe("classifyAddress", () => {
   const cases: ReadonlyArray<readonly [string, WebhookUrl.AddressClass]> = [

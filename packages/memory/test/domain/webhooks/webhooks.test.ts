@@ -8,7 +8,7 @@ import {
   WebhookRepository,
   WebhookSecret,
   Webhooks
-} from "@intake/domain"
+} from "@intake/domain/internal"
 import { givenBot, givenWorkspace, StaticAddressResolver, webhookRulesLayer } from "@intake/testing"
 import { Effect, Either, TestClock } from "effect"
 

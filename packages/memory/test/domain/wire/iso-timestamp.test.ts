@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { WireShapes } from "@intake/domain"
+import { WireShapes } from "@intake/domain/internal"
 
 const DAY = 86_400_000
 const rendered = (millis: number) => new Date(millis).toISOString()
