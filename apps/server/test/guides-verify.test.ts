@@ -5,13 +5,14 @@
  * A relay on 127.0.0.1 stands between the server and each receiver: it passes each delivery
  * on byte for byte and keeps it, so the test can send it again, altered.
  */
-import { execFileSync, spawn } from "node:child_process"
+import { execFile, execFileSync, spawn } from "node:child_process"
 import { mkdtempSync, rmSync } from "node:fs"
 import { createServer, type IncomingHttpHeaders } from "node:http"
 import type { AddressInfo } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { pathToFileURL } from "node:url"
+import { promisify } from "node:util"
 import { expect, layer } from "@effect/vitest"
 import { Effect, type Scope } from "effect"
 import { BaseUrl, call } from "./harness.js"
@@ -20,6 +21,16 @@ import { eventually } from "./receiver.js"
 import { dataOf, provision, realServer } from "./support.js"
 
 const verifyDir = join(import.meta.dirname, "..", "..", "..", "docs", "guides", "verify")
+
+/**
+ * Runs a tool in docs/guides/verify without blocking the event loop: the server under test
+ * runs in this process, and a loop held for seconds lets its keep-alive timers and the
+ * client's fire together, resetting the next request's connection.
+ */
+const runInVerifyDir = (command: string, args: ReadonlyArray<string>, env?: NodeJS.ProcessEnv) =>
+  Effect.promise(() =>
+    promisify(execFile)(command, [...args], { cwd: verifyDir, ...(env === undefined ? {} : { env }) })
+  )
 
 /** What a relay passed on: the delivery as the server sent it, and the receiver's status. */
 interface Relayed {
@@ -190,7 +201,8 @@ const nextRouteHandler: Receiver = {
  * One endpoint per receiver (through a relay), one submission, and then for each: the real
  * delivery verified (204, the receiver printed its event, the delivery log says
  * succeeded), the same delivery sent again verified, and with one word of its body
- * altered refused (401).
+ * altered refused (401). Then the endpoints' secrets are rotated and a second submission's
+ * deliveries, signed by both secrets, verify with the old one.
  */
 const deliverToEach = (receivers: ReadonlyArray<Receiver>) =>
   Effect.gen(function* () {
@@ -213,26 +225,35 @@ const deliverToEach = (receivers: ReadonlyArray<Receiver>) =>
         }),
       { concurrency: "unbounded" }
     )
-    const submission = dataOf(
-      yield* call(baseUrl, "POST", `/v1/intake-bots/${tenant.botId}/submissions`, {
-        key: tenant.key,
-        body: { data: { name: "Ada Lovelace", email: "ada@example.com", message: "Hello from the guide" } }
-      }),
-      201
-    ).submission
-    yield* eventually(() => setups.every((setup) => setup.relayed.length > 0), 20_000)
-    for (const { receiver, webhookId, relayed, started } of setups) {
-      const name = receiver.name
-      const delivery = relayed[0]!
-      expect(delivery.status, `${name}: the real delivery`).toBe(204)
-      const event = JSON.parse(delivery.body.toString("utf8"))
-      expect(event).toMatchObject({
-        type: "submission.completed",
-        data: { submission: { id: submission.id } }
+    /** A submission by `name`; waits until every receiver has had its `count`th delivery. */
+    const submitAndWait = (name: string, count: number) =>
+      Effect.gen(function* () {
+        const submission = dataOf(
+          yield* call(baseUrl, "POST", `/v1/intake-bots/${tenant.botId}/submissions`, {
+            key: tenant.key,
+            body: { data: { name, email: "ada@example.com", message: "Hello from the guide" } }
+          }),
+          201
+        ).submission
+        yield* eventually(() => setups.every((setup) => setup.relayed.length >= count), 20_000)
+        return setups.map((setup) => {
+          const delivery = setup.relayed[count - 1]!
+          const event = JSON.parse(delivery.body.toString("utf8"))
+          expect(event).toMatchObject({
+            type: "submission.completed",
+            data: { submission: { id: submission.id } }
+          })
+          expect(delivery.status, `${setup.receiver.name}: delivery ${count}`).toBe(204)
+          const printed = setup.started.printed
+          if (printed !== undefined) {
+            expect(printed(), setup.receiver.name).toContain(`verified ${event.id} submission.completed`)
+          }
+          return { ...setup, delivery }
+        })
       })
-      if (started.printed !== undefined) {
-        expect(started.printed(), name).toContain(`verified ${event.id} submission.completed`)
-      }
+
+    for (const { receiver, webhookId, delivery, started } of yield* submitAndWait("Ada Lovelace", 1)) {
+      const name = receiver.name
       const log = dataOf(
         yield* call(baseUrl, "GET", `/v1/webhooks/${webhookId}/deliveries`, { key: tenant.key })
       ).deliveries
@@ -245,6 +266,16 @@ const deliverToEach = (receivers: ReadonlyArray<Receiver>) =>
       const altered = Buffer.from(delivery.body.toString("utf8").replace("Ada Lovelace", "Eve Lovelace"))
       expect(altered.equals(delivery.body)).toBe(false)
       expect(yield* Effect.promise(() => post(url, delivery.headers, altered)), `${name}: altered`).toBe(401)
+    }
+
+    // A rotation while the receivers still hold the old secret: for its grace period each
+    // delivery carries the new secret's signature, then the old one's, and verifies
+    // (docs/guides/secret-rotation.md).
+    for (const { webhookId } of setups) {
+      dataOf(yield* call(baseUrl, "POST", `/v1/webhooks/${webhookId}/secret/rotate`, { key: tenant.key }))
+    }
+    for (const { receiver, delivery } of yield* submitAndWait("Grace Hopper", 2)) {
+      expect(String(delivery.headers["webhook-signature"]).split(" "), receiver.name).toHaveLength(2)
     }
   })
 
@@ -264,7 +295,7 @@ layer(realServer({ allowPrivateNetworks: true, dispatcherPollMs: 100 }), { exclu
   "the guide's receivers verify real deliveries (docs/guides/verify-webhooks.md)",
   (it) => {
     it.scoped(
-      "Node (node:http, Express with express.raw, Fastify, Next.js route handler) and Python (standard library): a delivery verifies, the same again verifies, an altered body is refused",
+      "Node (node:http, Express with express.raw, Fastify, Next.js route handler) and Python (standard library): a delivery verifies, the same again verifies, an altered body is refused, and during a rotation the old secret still verifies",
       () =>
         deliverToEach([
           processReceiver("node:http", process.execPath, ["node-http.mjs"]),
@@ -279,19 +310,19 @@ layer(realServer({ allowPrivateNetworks: true, dispatcherPollMs: 100 }), { exclu
     it.effect(
       "Flask and FastAPI receivers: syntax only (compiled by python3, not run: neither package is installed for the tests); they share verify_webhook.py, run for real above",
       () =>
-        Effect.sync(() => {
+        Effect.gen(function* () {
           const files = ["receiver_flask.py", "receiver_fastapi.py", "verify_webhook.py"]
           // compile() without writing bytecode into docs/guides/verify.
           const script =
             "import sys\nfor f in sys.argv[1:]:\n    compile(open(f, encoding='utf-8').read(), f, 'exec')\n"
-          execFileSync("python3", ["-c", script, ...files], { cwd: verifyDir, stdio: "pipe" })
+          yield* runInVerifyDir("python3", ["-c", script, ...files])
         })
     )
 
     it.scoped.skipIf(goVersion === undefined)(
       goVersion === undefined
-        ? "Go (net/http): go vet, go build and a real delivery (skipped: no go on this machine's PATH)"
-        : `Go (net/http): go vet, go build and a real delivery (${goVersion})`,
+        ? "Go (net/http): go vet, go build, real deliveries as above (skipped: no go on this machine's PATH)"
+        : `Go (net/http): go vet, go build, real deliveries as above (${goVersion})`,
       () =>
         Effect.gen(function* () {
           const buildDir = yield* Effect.acquireRelease(
@@ -299,14 +330,10 @@ layer(realServer({ allowPrivateNetworks: true, dispatcherPollMs: 100 }), { exclu
             (dir) => Effect.sync(() => rmSync(dir, { recursive: true, force: true }))
           )
           const go = (args: ReadonlyArray<string>) =>
-            execFileSync("go", args, {
-              cwd: verifyDir,
-              env: { ...goEnv, GOCACHE: join(buildDir, "cache") },
-              stdio: "pipe"
-            })
-          go(["vet", "receiver.go"])
+            runInVerifyDir("go", args, goEnv)
+          yield* go(["vet", "receiver.go"])
           const binary = join(buildDir, "receiver")
-          go(["build", "-o", binary, "receiver.go"])
+          yield* go(["build", "-o", binary, "receiver.go"])
           yield* deliverToEach([processReceiver("Go net/http", binary, [])])
         }),
       60_000
