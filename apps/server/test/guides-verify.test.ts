@@ -329,8 +329,7 @@ layer(realServer({ allowPrivateNetworks: true, dispatcherPollMs: 100 }), { exclu
             Effect.sync(() => mkdtempSync(join(tmpdir(), "intake-go-receiver-"))),
             (dir) => Effect.sync(() => rmSync(dir, { recursive: true, force: true }))
           )
-          const go = (args: ReadonlyArray<string>) =>
-            runInVerifyDir("go", args, goEnv)
+          const go = (args: ReadonlyArray<string>) => runInVerifyDir("go", args, goEnv)
           yield* go(["vet", "receiver.go"])
           const binary = join(buildDir, "receiver")
           yield* go(["build", "-o", binary, "receiver.go"])
