@@ -35,9 +35,13 @@ export const GUIDES = [
   { slug: "verify-webhooks", label: "Verify a delivery" }
 ] as const
 
-// The guides are a workspace package (docs/guides/package.json), found as Scalar's bundle
-// is (docs.ts): from the installed packages, wherever the server's build put its code.
-const guidesDir = Path.dirname(createRequire(import.meta.url).resolve("@intake/guides/package.json"))
+/**
+ * docs/guides: a workspace package (docs/guides/package.json), found as Scalar's bundle is
+ * (docs.ts), from the installed packages, wherever the server's build put its code. Looked
+ * up with the first guide asked for, so that a server without its guides still starts.
+ */
+const guidesDirectory = () =>
+  Path.dirname(createRequire(import.meta.url).resolve("@intake/guides/package.json"))
 
 /** The menu of every docs page: the reference, the guides' index, and each guide. */
 export const docsMenu = (currentPath: string) => {
@@ -117,7 +121,7 @@ export const errorsTable = () =>
 const LANGUAGES: Record<string, string> = { ".mjs": "js", ".js": "js", ".py": "python", ".go": "go" }
 
 /** A file of docs/guides as a fenced code block, its path above it. */
-const includedFile = async (relativePath: string) => {
+const includedFile = async (guidesDir: string, relativePath: string) => {
   const path = Path.resolve(guidesDir, relativePath)
   if (!path.startsWith(`${guidesDir}${Path.sep}`)) throw new Error(`${relativePath} is outside docs/guides`)
   const text = (await readFile(path, "utf8")).replace(/\n$/, "")
@@ -132,11 +136,11 @@ const INCLUDE = /^<!-- include (\S+) -->$/
 const ERRORS_TABLE = "<!-- errors-table -->"
 
 /** The guide's markdown with its comment lines filled in. */
-const expand = async (markdown: string) => {
+const expand = async (guidesDir: string, markdown: string) => {
   const lines = await Promise.all(
     markdown.split("\n").map(async (line) => {
       const include = INCLUDE.exec(line.trim())
-      if (include !== null) return includedFile(include[1]!)
+      if (include !== null) return includedFile(guidesDir, include[1]!)
       return line.trim() === ERRORS_TABLE ? errorsTable() : line
     })
   )
@@ -196,23 +200,25 @@ ${body}
 })
 
 /** One guide's page, from docs/guides/<file>; its title is its first heading. */
-const guidePage = async (path: string, file: string) => {
+const guidePage = async (guidesDir: string, path: string, file: string) => {
   const markdown = await readFile(Path.join(guidesDir, file), "utf8")
   const title = /^# (.+)$/m.exec(markdown)?.[1] ?? "Guides"
-  return page(path, title, render(await expand(markdown)))
+  return page(path, title, render(await expand(guidesDir, markdown)))
 }
 
 /** Every page by its path: the index (docs/guides/README.md) and each guide. */
-const renderAll = async () =>
-  new Map<string, Reply>(
+const renderAll = async () => {
+  const guidesDir = guidesDirectory()
+  return new Map<string, Reply>(
     await Promise.all([
-      guidePage(GUIDES_PATH, "README.md").then((reply) => [GUIDES_PATH, reply] as const),
+      guidePage(guidesDir, GUIDES_PATH, "README.md").then((reply) => [GUIDES_PATH, reply] as const),
       ...GUIDES.map(({ slug }) => {
         const path = `${GUIDES_PATH}/${slug}`
-        return guidePage(path, `${slug}.md`).then((reply) => [path, reply] as const)
+        return guidePage(guidesDir, path, `${slug}.md`).then((reply) => [path, reply] as const)
       })
     ])
   )
+}
 
 /**
  * The guides' pages, rendered on the first request and then served from memory; undefined
