@@ -18,6 +18,7 @@ import { CurrentRequestId, type RequestLogWrite } from "@intake/node/internal"
 import { Clock, Duration, Effect, FiberRef, Option, type Redacted } from "effect"
 import { type CorsOrigins, isPreflight, preflightHeaders, responseCorsHeaders } from "./cors.js"
 import { docsPage, makeScalarScript, SCALAR_SCRIPT_PATH } from "./docs.js"
+import { GUIDES_PATH, makeGuidePages } from "./guides.js"
 import { type AdminServices, adminRoutes } from "./handlers-admin.js"
 import { type V1Services, v1Routes } from "./handlers-v1.js"
 import { Readiness } from "./readiness.js"
@@ -229,6 +230,7 @@ export type App<R> = (
 /** `writeRequestLog` writes each request's line (RequestLogWriter: the runtime's, read once by server.ts). */
 export const makeApp = (options: AppOptions, writeRequestLog: RequestLogWrite) => {
   const scalarScript = makeScalarScript()
+  const guidePages = makeGuidePages()
   let draining = false
   const timeoutMs = Duration.toMillis(options.requestTimeout ?? DEFAULT_REQUEST_TIMEOUT)
   const route = (
@@ -260,6 +262,13 @@ export const makeApp = (options: AppOptions, writeRequestLog: RequestLogWrite) =
       if (path === "/openapi.json") return Effect.succeed(openApi())
       if (path === "/docs") return Effect.succeed(docsPage())
       if (path === SCALAR_SCRIPT_PATH) return scalarScript
+      if (path === GUIDES_PATH || path.startsWith(`${GUIDES_PATH}/`)) {
+        return Effect.map(guidePages(path), (page) => {
+          if (page !== undefined) return page
+          facts.route = undefined
+          return routeNotFound()
+        })
+      }
       facts.route = undefined
     }
     return Effect.succeed(routeNotFound())

@@ -1,12 +1,14 @@
 /**
- * GET /docs: the readable docs of /openapi.json (Scalar). The page loads Scalar's browser
- * bundle from this server, not from a CDN, so an operator on a closed network sees it too.
+ * GET /docs: the readable docs of /openapi.json (Scalar), under the menu of the guides
+ * (guides.ts, /docs/guides). The page loads Scalar's browser bundle from this server, not
+ * from a CDN, so an operator on a closed network sees it too.
  */
 import { readFileSync } from "node:fs"
 import { readFile } from "node:fs/promises"
 import { createRequire } from "node:module"
 import * as Path from "node:path"
 import { Effect } from "effect"
+import { DOCS_MENU_CSS, docsMenu } from "./guides.js"
 import type { Reply } from "./responses.js"
 
 export const SCALAR_SCRIPT_PATH = "/docs/scalar.js"
@@ -36,8 +38,10 @@ const DOCS_HTML = `<!doctype html>
     <meta charset="utf-8" />
     <title>Intake API v1</title>
     <meta name="viewport" content="width=device-width, initial-scale=1" />
+    <style>body { margin: 0; }${DOCS_MENU_CSS}</style>
   </head>
   <body>
+    ${docsMenu("/docs")}
     <script id="api-reference" data-url="/openapi.json" data-configuration='${configuration}'></script>
     <script src="${scriptUrl}"></script>
   </body>

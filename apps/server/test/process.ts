@@ -82,16 +82,19 @@ export const temporaryDataDir = temporaryDirectory("intake-process-")
 export const spawnedServer = (env: NodeJS.ProcessEnv) =>
   Effect.acquireRelease(
     Effect.sync(() => spawnServer(env)),
-    (child) =>
-      Effect.async<void>((resume) => {
-        if (child.exitCode !== null || child.signalCode !== null) return resume(Effect.void)
-        child.once("exit", () => resume(Effect.void))
-        child.kill("SIGTERM")
-        // A process that ignores SIGTERM is not left behind.
-        const timer = setTimeout(() => child.kill("SIGKILL"), 5_000)
-        return Effect.sync(() => clearTimeout(timer))
-      })
+    (child) => stopped(child)
   )
+
+/** Stops `child` (SIGTERM, then SIGKILL after 5 s) and waits until it has exited. */
+export const stopped = (child: ChildProcess) =>
+  Effect.async<void>((resume) => {
+    if (child.exitCode !== null || child.signalCode !== null) return resume(Effect.void)
+    child.once("exit", () => resume(Effect.void))
+    child.kill("SIGTERM")
+    // A process that ignores SIGTERM is not left behind.
+    const timer = setTimeout(() => child.kill("SIGKILL"), 5_000)
+    return Effect.sync(() => clearTimeout(timer))
+  })
 
 /**
  * Starts a server with `env` and waits until it listens; killed when the scope closes.

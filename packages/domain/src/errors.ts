@@ -3,7 +3,8 @@
  * which everything else follows. The entry gives the HTTP status, the `details` object as
  * it travels (a schema) and the words the OpenAPI document uses; `CatalogError` makes the
  * domain's tagged error of a code from it, packages/api its wire schema and its OpenAPI
- * entries. A new code is one entry here and one class below.
+ * entries, and the errors table of the guides (docs/guides/errors.md) its words and
+ * `remedy`. A new code is one entry here and one class below.
  */
 import { type Cause, Schema } from "effect"
 import { Scope } from "./models.js"
@@ -49,6 +50,8 @@ interface CatalogEntry {
   readonly description: string
   /** What an answer of this code means, in the description of the responses listing it. */
   readonly meaning: string
+  /** What a client does about it: the "what to do" of the guides' errors table. */
+  readonly remedy: string
 }
 
 const optional = <S extends Schema.Schema.Any>(schema: S) => Schema.optionalWith(schema, { exact: true })
@@ -67,33 +70,41 @@ export const errorCatalog = {
     },
     description: "400: the body or a parameter is invalid; 422: it needs other workspace data.",
     meaning:
-      "400: the body or a parameter is invalid (`details: { issues, unknown_keys? }`); 422: it needs other workspace data"
+      "400: the body or a parameter is invalid (`details: { issues, unknown_keys? }`); 422: it needs other workspace data",
+    remedy:
+      "Fix the request and send it again: each entry of `details.issues` names what is wrong (`path`) and why, and `unknown_keys` lists names the operation does not take. Sent unchanged it fails again. A 422 names workspace data (an intake bot id, the receiver's address) that must change first."
   },
   authentication_required: {
     tag: "AuthenticationRequired",
     status: 401,
     description: "Missing, malformed, unknown, revoked or expired API key.",
-    meaning: "missing, malformed, unknown, revoked or expired API key"
+    meaning: "missing, malformed, unknown, revoked or expired API key",
+    remedy:
+      "Send `Authorization: Bearer svc_live_…` with a key that is live. A revoked or expired key never works again: ask a workspace Owner or Admin for a new one."
   },
   insufficient_scopes: {
     tag: "InsufficientScopes",
     status: 403,
     details: { required: Schema.Array(Scope), granted: Schema.Array(Scope) },
     description: "The key lacks the scope the operation needs.",
-    meaning: "the key lacks the scope (`details: { required, granted }`)"
+    meaning: "the key lacks the scope (`details: { required, granted }`)",
+    remedy:
+      "Use a key that has every scope in `details.required`. Scopes cannot be added to a key: this takes a new key."
   },
   feature_not_available: {
     tag: "FeatureNotAvailable",
     status: 403,
     details: { feature: Schema.Literal("api_access") },
     description: "The workspace's plan has no API access.",
-    meaning: "the workspace's plan has no API access (`details: { feature }`)"
+    meaning: "the workspace's plan has no API access (`details: { feature }`)",
+    remedy: "The workspace needs the Pro or Business plan for API access; retrying does not help."
   },
   workspace_archived: {
     tag: "WorkspaceArchived",
     status: 403,
     description: "The workspace is archived.",
-    meaning: "the workspace is archived"
+    meaning: "the workspace is archived",
+    remedy: "Nothing a request can change: the workspace must be restored in its settings first."
   },
   resource_not_found: {
     tag: "ResourceNotFound",
@@ -101,19 +112,25 @@ export const errorCatalog = {
     details: { resource: PublicResourceKind },
     description: "The resource does not exist in this workspace.",
     meaning:
-      "`details: { resource }`, one of intake_bot, submission, webhook, delivery, route (the outermost missing one)"
+      "`details: { resource }`, one of intake_bot, submission, webhook, delivery, route (the outermost missing one)",
+    remedy:
+      "Check the id, and that it belongs to the key's workspace (another workspace's resource is 404 too). `route` means the path, or the method on it, does not exist."
   },
   conflict: {
     tag: "Conflict",
     status: 409,
     description: "The operation conflicts with the resource's state.",
-    meaning: "the operation conflicts with the resource's state"
+    meaning: "the operation conflicts with the resource's state",
+    remedy:
+      "Change the resource's state first (an intake bot back to `ACTIVE`, a webhook to `active` before a recovery). A redelivery whose source is gone cannot succeed: do not retry it."
   },
   idempotency_conflict: {
     tag: "IdempotencyConflict",
     status: 409,
     description: "The Idempotency-Key was used with another request, or that request is still running.",
-    meaning: "the Idempotency-Key was used with another request, or that request is still running"
+    meaning: "the Idempotency-Key was used with another request, or that request is still running",
+    remedy:
+      "If the first request with this key may still be running, send the same request again a little later. A different request needs a new `Idempotency-Key`."
   },
   rate_limit_exceeded: {
     tag: "RateLimitExceeded",
@@ -125,20 +142,26 @@ export const errorCatalog = {
     },
     description:
       "Too many requests for this key; retry after `retry_after` seconds (also the Retry-After header).",
-    meaning: "too many requests for this key (`details: { retry_after }`)"
+    meaning: "too many requests for this key (`details: { retry_after }`)",
+    remedy:
+      "Wait `Retry-After` seconds (the same number as `details.retry_after`), then send it again. Pace your requests with `X-RateLimit-Remaining` to avoid it."
   },
   plan_limit_exceeded: {
     tag: "PlanLimitExceeded",
     status: 429,
     details: { resource: LimitedResource, current: Count, max: Count },
     description: "A limit of the workspace's plan is reached.",
-    meaning: "a plan limit is reached (`details: { resource, current, max }`)"
+    meaning: "a plan limit is reached (`details: { resource, current, max }`)",
+    remedy:
+      "`details.resource` is used up. `submissions`: the quota renews at the start of the next calendar month (UTC). `webhook_endpoints` or `api_keys`: delete or revoke one first. Or move to a larger plan."
   },
   internal_error: {
     tag: "InternalError",
     status: 500,
     description: "An unexpected error; no internal detail is given (quote the X-Request-Id).",
-    meaning: "an unexpected error; no internal detail is given"
+    meaning: "an unexpected error; no internal detail is given",
+    remedy:
+      "Retry with a backoff (a POST with the same `Idempotency-Key`: a 500 stores nothing, and a failed operation leaves nothing half done). If it keeps failing, report the `X-Request-Id`."
   }
 } as const satisfies Record<string, CatalogEntry>
 
