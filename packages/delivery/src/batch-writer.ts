@@ -16,6 +16,13 @@ export interface BatchWriterOptions<A, B, E> {
   readonly write: (items: ReadonlyArray<A>) => Effect.Effect<ReadonlyArray<B>, E>
   /** The most items one write takes. */
   readonly maxBatch: number
+  /**
+   * A batch of fewer than `lingerBelow` items waits this long for more before it is written
+   * (0: never): at a low rate the attempts of one event finish a few milliseconds apart, and
+   * one write for all of them costs a third of three.
+   */
+  readonly lingerMs?: number
+  readonly lingerBelow?: number
 }
 
 /**
@@ -48,9 +55,17 @@ export const batchWriter = <A, B, E>(
     yield* Effect.forkScoped(
       Effect.forever(
         Effect.uninterruptibleMask((restore) =>
-          Effect.flatMap(restore(Queue.takeBetween(queue, 1, options.maxBatch)), (taken) =>
-            writeBatch(Chunk.toReadonlyArray(taken))
-          )
+          Effect.flatMap(restore(Queue.takeBetween(queue, 1, options.maxBatch)), (taken) => {
+            const first = Chunk.toReadonlyArray(taken)
+            const linger = options.lingerMs ?? 0
+            if (linger === 0 || first.length >= (options.lingerBelow ?? options.maxBatch))
+              return writeBatch(first)
+            // Interrupted while it lingers (its scope closing), it writes what it has at once.
+            return Effect.exit(restore(Effect.sleep(linger))).pipe(
+              Effect.zipRight(Queue.takeUpTo(queue, options.maxBatch - first.length)),
+              Effect.flatMap((more) => writeBatch([...first, ...Chunk.toReadonlyArray(more)]))
+            )
+          })
         )
       )
     )

@@ -18,6 +18,13 @@ import { claimLoop } from "./claim-loop.js"
 
 /** The most finished attempts one unit of work writes. */
 const RECORD_BATCH = 256
+/**
+ * A batch of fewer than this many waits this long for more (batch-writer.ts): an event's
+ * attempts to its endpoints finish a few milliseconds apart. The receivers have their
+ * deliveries by then: only the slots wait.
+ */
+const RECORD_LINGER_MS = 5
+const RECORD_LINGER_BELOW = 8
 
 export interface DispatcherOptions {
   /** Attempts in flight at once. */
@@ -35,17 +42,19 @@ export const runDispatcher = (options: DispatcherOptions) =>
     // Opened before the claim loop, so closed after it: the attempts still running are written.
     const recorder = yield* batchWriter({
       write: (made: ReadonlyArray<AttemptMade>) => deliveries.record(made, options.claimToken),
-      maxBatch: RECORD_BATCH
+      maxBatch: RECORD_BATCH,
+      lingerMs: RECORD_LINGER_MS,
+      lingerBelow: RECORD_LINGER_BELOW
     })
 
     /** Claims, then reads what sending each needs in one go; when that read fails the claims are given back. */
     const claim = (free: number) =>
       Effect.flatMap(
         deliveries.claim(free, options.claimToken),
-        ({ deliveries: claimed, more, claimedAt }) =>
+        ({ deliveries: claimed, more, claimedAt, sources }) =>
           claimed.length === 0
             ? Effect.succeed({ items: [], more })
-            : deliveries.prepare(claimed, claimedAt).pipe(
+            : deliveries.prepare(claimed, claimedAt, sources).pipe(
                 Effect.map((items) => ({ items, more })),
                 Effect.tapErrorCause((cause) =>
                   Effect.zipRight(

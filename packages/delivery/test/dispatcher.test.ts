@@ -56,6 +56,17 @@ const statuses = (workspaceId: string, webhookId: string) =>
 
 const addresses = { "hooks.example.com": ["93.184.216.34"] }
 
+/**
+ * Stops a dispatcher as SIGTERM does, letting TestClock time pass meanwhile: the attempts it
+ * finishes are written down after the batch writer's linger (batch-writer.ts).
+ */
+const stop = (dispatcher: Fiber.RuntimeFiber<unknown, unknown>) =>
+  Effect.gen(function* () {
+    const stopping = yield* Effect.fork(Fiber.interrupt(dispatcher))
+    yield* TestClock.adjust(1_000)
+    yield* Fiber.join(stopping)
+  })
+
 describe("the dispatcher", () => {
   it.effect("keeps at most `concurrency` attempts in flight and drains the queue", () => {
     const receiver = slowReceiver(1_000)
@@ -64,11 +75,11 @@ describe("the dispatcher", () => {
       const dispatcher = yield* Effect.fork(
         runDispatcher({ concurrency: 3, pollIntervalMs: 60_000, claimToken: "d1" })
       )
-      for (let second = 0; second < 4; second++) yield* TestClock.adjust(1_000)
+      for (let second = 0; second < 5; second++) yield* TestClock.adjust(1_000)
       expect(receiver.state.sent).toHaveLength(10)
       expect(receiver.state.maxInFlight).toBe(3)
       expect(yield* statuses(workspaceId, webhookId)).toEqual(Array(10).fill("succeeded"))
-      yield* Fiber.interrupt(dispatcher)
+      yield* stop(dispatcher)
     }).pipe(Effect.provide(deliveryRulesLayer(receiver.layer, { addresses })))
   })
 
@@ -84,7 +95,7 @@ describe("the dispatcher", () => {
       // No clock time passes: only the wake-up signal can have started the attempt.
       for (let i = 0; i < 20 && receiver.state.sent.length === 0; i++) yield* Effect.yieldNow()
       expect(receiver.state.sent).toHaveLength(1)
-      yield* Fiber.interrupt(dispatcher)
+      yield* stop(dispatcher)
     }).pipe(Effect.provide(deliveryRulesLayer(receiver.layer, { addresses })))
   })
 
@@ -160,7 +171,7 @@ describe("the dispatcher during a database blip", () => {
       // Long past the lease: nothing is sent again.
       yield* TestClock.adjust(120_000)
       expect(receiver.state.sent).toHaveLength(1)
-      yield* Fiber.interrupt(dispatcher)
+      yield* stop(dispatcher)
     }).pipe(Effect.provide(withFaultyRepository(receiver.layer, faulty.layer)))
   })
 
@@ -179,7 +190,7 @@ describe("the dispatcher during a database blip", () => {
         expect(faulty.state.calls).toBe(8)
         expect(receiver.state.sent).toHaveLength(2)
         expect(yield* statuses(workspaceId, webhookId)).toEqual(["succeeded"])
-        yield* Fiber.interrupt(dispatcher)
+        yield* stop(dispatcher)
       }).pipe(Effect.provide(withFaultyRepository(receiver.layer, faulty.layer)))
     }
   )
@@ -220,7 +231,7 @@ describe("the dispatcher's logs", () => {
       )
       for (let second = 0; second < 8; second++) yield* TestClock.adjust(1_000)
       expect(yield* statuses(workspaceId, webhookId)).toEqual(["succeeded"])
-      yield* Fiber.interrupt(dispatcher)
+      yield* stop(dispatcher)
       expect(lines.filter((line) => line.level === "WARN").map((line) => line.message)).toEqual([
         "could not claim due deliveries; retrying at each poll, quietly until it works"
       ])
@@ -276,7 +287,7 @@ describe("leases and the send window", () => {
       yield* deliveries.record([made], "frozen")
       expect(receiver.state.sent).toHaveLength(1)
       expect(yield* statuses(workspaceId, webhookId)).toEqual(["succeeded"])
-      yield* Fiber.interrupt(dispatcher)
+      yield* stop(dispatcher)
     }).pipe(Effect.provide(deliveryRulesLayer(receiver.layer, { addresses })))
   })
 
@@ -348,7 +359,7 @@ describe("a rate limit under load", () => {
         expect(starts).toHaveLength(8)
         for (const start of starts)
           expect(starts.filter((s) => s >= start && s < start + 1_000).length).toBeLessThanOrEqual(2)
-        yield* Effect.forEach(dispatchers, Fiber.interrupt)
+        yield* Effect.forEach(dispatchers, stop)
       }).pipe(Effect.provide(withFaultyRepository(receiver.layer, slowFirstRead)))
     }
   )

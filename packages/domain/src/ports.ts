@@ -566,6 +566,8 @@ export interface ClaimedAttempts {
   readonly more: boolean
   /** The claim's `now`: its leases run from then. */
   readonly claimedAt: EpochMillis
+  /** What sending each needs, when the store read it with the claim (as `dispatchSources` reads it). */
+  readonly sources?: ReadonlyMap<string, DispatchSources>
 }
 
 /** One finished attempt to write, and the attempt that follows it (a retry), if any. */

@@ -52,6 +52,7 @@ import {
   toMillisOrNull,
   toNumber
 } from "./storage.js"
+import { commitWithFinal } from "./unit-of-work.js"
 import { endpointFromRow } from "./webhooks.js"
 
 const deliveryFromRow = (row: Row): Delivery => ({
@@ -176,7 +177,7 @@ export const PgDeliveryRepository = Layer.effect(
   DeliveryRepository,
   Effect.gen(function* () {
     const sql = yield* SqlClient.SqlClient
-    const { step, deferred } = yield* statementSteps
+    const { step, final, deferred } = yield* statementSteps
     const reads = yield* Effect.serviceOption(PgReads)
     /** A claim's own transaction: on PostgreSQL on a client of the pool, its BEGIN sent with its first statement. */
     const transaction = <A, E, R>(self: Effect.Effect<A, E, R>) =>
@@ -239,10 +240,13 @@ export const PgDeliveryRepository = Layer.effect(
             // sends in the same statement.
             const counts = new Map<string, number>()
             for (const { webhookId } of plan.attempts) counts.set(webhookId, (counts.get(webhookId) ?? 0) + 1)
-            const leased = yield* step(
-              "deliveries.claim",
-              leaseStatement(now, now + leaseMs, claimToken, counts, plan.nextSendAt),
-              (rows) => Exit.succeed(rows)
+            // The claim's last statement: on PostgreSQL its COMMIT goes with it.
+            const leased = yield* commitWithFinal(
+              final(
+                "deliveries.claim",
+                leaseStatement(now, now + leaseMs, claimToken, counts, plan.nextSendAt),
+                (rows) => Exit.succeed(rows)
+              )
             )
             // In the fair order the plan made: a place is its endpoint's n-th attempt in queue order.
             const byEndpoint = new Map<string, Array<Row>>()
@@ -256,7 +260,7 @@ export const PgDeliveryRepository = Layer.effect(
               const row = byEndpoint.get(webhookId)?.[place]
               return row === undefined ? [] : [deliveryFromRow(row)]
             })
-            return { deliveries, more: plan.more, claimedAt: now }
+            return { deliveries, more: plan.more, claimedAt: now, sources: dispatchSourcesFromRows(leased) }
           })
         )
       )

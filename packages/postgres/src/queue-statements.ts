@@ -84,15 +84,36 @@ const LEASE = `UPDATE deliveries SET lease_until = $1, claim_token = $2
       ORDER BY d.due_at, d.id LIMIT t.count) p)
   RETURNING *`
 
+/** What sending an attempt needs, each row as json, for rows `x` of (id, webhook_id, event_id). */
+const SOURCE_COLUMNS = `x.id AS delivery_id, row_to_json(w) AS endpoint, row_to_json(ws) AS workspace,
+    row_to_json(e) AS event, row_to_json(s) AS submission, row_to_json(b) AS bot, row_to_json(c) AS contact,
+    CASE WHEN s.id IS NULL THEN NULL ELSE
+      (SELECT coalesce(json_agg(m ORDER BY m.position), '[]'::json) FROM messages m WHERE m.submission_id = s.id)
+    END AS messages`
+
+const SOURCE_JOINS = `LEFT JOIN webhook_endpoints w ON w.id = x.webhook_id
+  LEFT JOIN workspaces ws ON ws.id = w.workspace_id
+  LEFT JOIN domain_events e ON e.id = x.event_id
+  LEFT JOIN submissions s ON e.type = 'submission.completed' AND s.id = e.submission_id
+    AND s.workspace_id = e.workspace_id AND s.intake_bot_id = e.intake_bot_id
+  LEFT JOIN intake_bots b ON e.type = 'submission.completed' AND b.id = e.intake_bot_id
+  LEFT JOIN contacts c ON e.type = 'contact.created' AND c.id = e.contact_id AND c.workspace_id = e.workspace_id`
+
+// The leased rows with what sending them needs: one statement for the claim's last step.
+const LEASED_WITH_SOURCES = `SELECT x.*, ${SOURCE_COLUMNS} FROM leased x ${SOURCE_JOINS}`
+
+const LEASE_WITH_SOURCES = `WITH leased AS (${LEASE}) ${LEASED_WITH_SOURCES}`
+
 const LEASE_AND_PACE = `WITH leased AS (${LEASE}), paced AS (
     INSERT INTO webhook_pacing (webhook_id, next_send_at)
     SELECT * FROM unnest(string_to_array($6::text, ','), string_to_array($7::text, ',')::timestamptz[])
     ON CONFLICT (webhook_id) DO UPDATE SET next_send_at = EXCLUDED.next_send_at)
-  SELECT * FROM leased`
+  ${LEASED_WITH_SOURCES}`
 
 /**
  * Leases each endpoint's first `count` waiting attempts (under its claim lock: the ones the
- * counts saw), returning the rows; with `pacing`, moves those endpoints' next allowed send.
+ * counts saw), returning the rows with what sending each needs (as `dispatchSourcesStatement`
+ * reads it); with `pacing`, moves those endpoints' next allowed send.
  */
 export const leaseStatement = (
   now: number,
@@ -108,25 +129,15 @@ export const leaseStatement = (
     [...counts.values()].join(","),
     new Date(now)
   ]
-  if (pacing.length === 0) return { text: LEASE, values }
+  if (pacing.length === 0) return { text: LEASE_WITH_SOURCES, values }
   values.push(idList(pacing.map((p) => p.webhookId)), pacing.map((p) => iso(p.at)).join(","))
   return { text: LEASE_AND_PACE, values }
 }
 
-const DISPATCH_SOURCES = `SELECT x.id AS delivery_id, row_to_json(w) AS endpoint, row_to_json(ws) AS workspace,
-    row_to_json(e) AS event, row_to_json(s) AS submission, row_to_json(b) AS bot, row_to_json(c) AS contact,
-    CASE WHEN s.id IS NULL THEN NULL ELSE
-      (SELECT coalesce(json_agg(m ORDER BY m.position), '[]'::json) FROM messages m WHERE m.submission_id = s.id)
-    END AS messages
+const DISPATCH_SOURCES = `SELECT ${SOURCE_COLUMNS}
   FROM unnest(string_to_array($1::text, ','), string_to_array($2::text, ','), string_to_array($3::text, ','))
     AS x(id, webhook_id, event_id)
-  LEFT JOIN webhook_endpoints w ON w.id = x.webhook_id
-  LEFT JOIN workspaces ws ON ws.id = w.workspace_id
-  LEFT JOIN domain_events e ON e.id = x.event_id
-  LEFT JOIN submissions s ON e.type = 'submission.completed' AND s.id = e.submission_id
-    AND s.workspace_id = e.workspace_id AND s.intake_bot_id = e.intake_bot_id
-  LEFT JOIN intake_bots b ON e.type = 'submission.completed' AND b.id = e.intake_bot_id
-  LEFT JOIN contacts c ON e.type = 'contact.created' AND c.id = e.contact_id AND c.workspace_id = e.workspace_id`
+  ${SOURCE_JOINS}`
 
 /** What sending each attempt needs, each row as json (dispatch-sources.ts reads them). */
 export const dispatchSourcesStatement = (deliveries: ReadonlyArray<Delivery>): SqlText => ({

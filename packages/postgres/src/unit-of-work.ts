@@ -5,6 +5,31 @@ import { Context, Effect, Layer, Option } from "effect"
 import { directTransaction, PgReads, TransactionClient } from "./reads.js"
 import { sqlDefectsAsFailures, storageFailure } from "./storage.js"
 
+/** The unit of work's own client on PostgreSQL (none on PGlite, or outside a unit of work). */
+const clientOf = (enclosing: Option.Option<Context.Tag.Service<typeof SqlClient.TransactionConnection>>) =>
+  Option.isSome(enclosing) && enclosing.value[0] instanceof TransactionClient ? enclosing.value[0] : undefined
+/** The enclosing unit of work's transaction connection, read from the fiber's context in one step. */
+const withEnclosing = <A, E, R>(
+  f: (
+    enclosing: Option.Option<Context.Tag.Service<typeof SqlClient.TransactionConnection>>
+  ) => Effect.Effect<A, E, R>
+) =>
+  Effect.withFiberRuntime<A, E, R>((fiber) =>
+    f(Context.getOption(fiber.currentContext, SqlClient.TransactionConnection))
+  )
+
+/**
+ * Marks `step` as its unit of work's (or transaction's) last: on PostgreSQL, in a unit of
+ * work of its own (not nested), its final statement carries the COMMIT (reads.ts); elsewhere
+ * it runs as it is.
+ */
+export const commitWithFinal = <A, E, R>(step: Effect.Effect<A, E, R>) =>
+  withEnclosing((enclosing) => {
+    const client = clientOf(enclosing)
+    if (client !== undefined && client.nesting === 0) client.commitsWithFinalStatement = true
+    return step
+  })
+
 /**
  * A unit of work is one database transaction (READ COMMITTED: the repositories take
  * the locks their rules need). One nested in another runs in it as it is: a savepoint
@@ -22,22 +47,6 @@ export const PgUnitOfWork = Layer.effect(
       self: Effect.Effect<A, E, R>
     ): Effect.Effect<A, E | SqlError | StorageUnavailable, R> =>
       Option.isSome(direct) ? directTransaction(direct.value.pool, self) : sql.withTransaction(self)
-    /** The unit of work's own client on PostgreSQL (none on PGlite, or outside a unit of work). */
-    const clientOf = (
-      enclosing: Option.Option<Context.Tag.Service<typeof SqlClient.TransactionConnection>>
-    ) =>
-      Option.isSome(enclosing) && enclosing.value[0] instanceof TransactionClient
-        ? enclosing.value[0]
-        : undefined
-    /** The enclosing unit of work's transaction connection, read from the fiber's context in one step. */
-    const withEnclosing = <A, E, R>(
-      f: (
-        enclosing: Option.Option<Context.Tag.Service<typeof SqlClient.TransactionConnection>>
-      ) => Effect.Effect<A, E, R>
-    ) =>
-      Effect.withFiberRuntime<A, E, R>((fiber) =>
-        f(Context.getOption(fiber.currentContext, SqlClient.TransactionConnection))
-      )
     return UnitOfWork.of({
       transaction: <A, E, R>(self: Effect.Effect<A, E, R>) =>
         withEnclosing((enclosing) => {
@@ -53,13 +62,7 @@ export const PgUnitOfWork = Layer.effect(
             return exit
           })
         }),
-      // On PostgreSQL the step's final statement carries the COMMIT (reads.ts); elsewhere it runs as it is.
-      commitWith: <A, E, R>(step: Effect.Effect<A, E, R>) =>
-        withEnclosing((enclosing) => {
-          const client = clientOf(enclosing)
-          if (client !== undefined && client.nesting === 0) client.commitsWithFinalStatement = true
-          return step
-        })
+      commitWith: commitWithFinal
     })
     function runOwn<A, E, R>(self: Effect.Effect<A, E, R>) {
       return inTransaction(self).pipe(

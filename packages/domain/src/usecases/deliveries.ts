@@ -409,10 +409,14 @@ export const DeliveriesLive = Layer.effect(
         )
       })
 
-    const prepare = (deliveries: ReadonlyArray<Delivery>, claimedAt?: number) =>
+    const prepare = (
+      deliveries: ReadonlyArray<Delivery>,
+      claimedAt?: number,
+      read?: ReadonlyMap<string, DispatchSources>
+    ) =>
       Effect.gen(function* () {
         const sendBy = (claimedAt ?? (yield* Clock.currentTimeMillis)) + sendWindowMs(settings)
-        const sources = yield* repository.dispatchSources(deliveries)
+        const sources = read ?? (yield* repository.dispatchSources(deliveries))
         return yield* Effect.forEach(deliveries, (delivery) =>
           prepareOne(delivery, sources.get(delivery.id), sendBy)
         )

@@ -36,7 +36,7 @@ import type {
   WorkspaceStatus
 } from "../models.js"
 import type { WebhookPayload } from "../policies/event-payloads.js"
-import type { ClaimedAttempts, RateLimitDecision, StoredResponse } from "../ports.js"
+import type { ClaimedAttempts, DispatchSources, RateLimitDecision, StoredResponse } from "../ports.js"
 import type { SummaryOutcome } from "./summaries.js"
 
 // ---------------------------------------------------------------- shared shapes
@@ -412,7 +412,8 @@ export class Deliveries extends Context.Tag("@intake/Deliveries")<
      */
     readonly prepare: (
       deliveries: ReadonlyArray<Delivery>,
-      claimedAt?: EpochMillis
+      claimedAt?: EpochMillis,
+      sources?: ReadonlyMap<string, DispatchSources>
     ) => Effect.Effect<ReadonlyArray<PreparedAttempt>, Fails>
     /** Makes one prepared attempt (signs and sends it, or closes it unsent), without writing it down. */
     readonly attempt: (prepared: PreparedAttempt) => Effect.Effect<AttemptMade, Fails>
