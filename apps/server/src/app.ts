@@ -5,16 +5,17 @@
  */
 import { performance } from "node:perf_hooks"
 import { openApiDocument } from "@intake/api"
-import { DatabaseState } from "@intake/delivery"
+import { DatabaseState, metricsAuthorized, scrapeMetrics } from "@intake/delivery"
 import {
   Access,
+  AuthenticationRequired,
   ClientAddress,
   type Crypto,
   type Idempotency,
   type Principal,
   type RateLimitDecision
 } from "@intake/domain"
-import { CurrentRequestId, type RequestLogWrite } from "@intake/node"
+import { CurrentRequestId, type IntakeMetrics, Metrics, type RequestLogWrite } from "@intake/node"
 import { Clock, Duration, Effect, FiberRef, Option, type Redacted } from "effect"
 import { type CorsOrigins, isPreflight, preflightHeaders, responseCorsHeaders } from "./cors.js"
 import { docsPage, makeScalarScript, SCALAR_SCRIPT_PATH } from "./docs.js"
@@ -24,6 +25,7 @@ import { Readiness } from "./readiness.js"
 import type { IncomingRequest } from "./request.js"
 import {
   causeToResponse,
+  errorResponse,
   internalErrorResponse,
   json,
   jsonText,
@@ -45,6 +47,8 @@ export interface AppOptions {
   readonly trustedProxies?: ReadonlyArray<ClientAddress.AddressRange>
   /** INTAKE_CORS_ORIGINS: unset, CORS is off. */
   readonly corsOrigins?: CorsOrigins | undefined
+  /** INTAKE_METRICS_TOKEN: when set, GET /metrics wants it as a bearer token. */
+  readonly metricsToken?: Option.Option<Redacted.Redacted>
 }
 
 export const DEFAULT_REQUEST_TIMEOUT = Duration.seconds(30)
@@ -191,22 +195,67 @@ const admin = (
     return yield* dispatch(adminRoutes, request, null, facts)
   })
 
+/**
+ * GET /metrics in Prometheus's text format (docs/operations.md, Metrics): without a key, as
+ * /healthz, unless INTAKE_METRICS_TOKEN asks for it; 404 on a runtime that keeps none.
+ */
+const metricsAnswer = (request: IncomingRequest, token: Option.Option<Redacted.Redacted>) =>
+  Effect.flatMap(Effect.serviceOption(Metrics), (metrics) =>
+    Option.isNone(metrics)
+      ? Effect.succeed(routeNotFound())
+      : Effect.flatMap(metricsAuthorized(token, request.headers.authorization), (allowed) =>
+          allowed
+            ? Effect.map(
+                Effect.provideService(scrapeMetrics, Metrics, metrics.value),
+                ({ text, contentType }): Reply => ({
+                  status: 200,
+                  headers: { "content-type": contentType, "cache-control": "no-store" },
+                  body: text
+                })
+              )
+            : Effect.succeed(
+                withHeader(
+                  errorResponse(
+                    new AuthenticationRequired({ message: "A valid metrics token is required." })
+                  ),
+                  "www-authenticate",
+                  "Bearer"
+                )
+              )
+        )
+  )
+
 /** The request's log line: ids and outcome only, never a header, a key or a body. */
 export const requestLogLine = (
   request: IncomingRequest,
   facts: RequestFacts,
   status: number,
   startedAt: number
-) => ({
-  message: "request",
-  requestId: facts.requestId,
-  method: request.method,
-  route: facts.route ?? null,
-  status,
-  durationMs: Math.round((performance.now() - startedAt) * 100) / 100,
-  workspaceId: facts.workspaceId ?? null,
-  keyId: facts.keyId ?? null
-})
+) => {
+  return {
+    message: "request",
+    requestId: facts.requestId,
+    method: request.method,
+    route: facts.route ?? null,
+    status,
+    durationMs: Math.round((performance.now() - startedAt) * 100) / 100,
+    workspaceId: facts.workspaceId ?? null,
+    keyId: facts.keyId ?? null
+  }
+}
+
+/**
+ * The request log writer that also counts the request in the metrics (docs/operations.md,
+ * Metrics): every answer writes its line once, the deadline's too, so requests are counted
+ * in one place, from the line's own route template, method, status and duration.
+ */
+export const countedRequestLog =
+  (metrics: IntakeMetrics, write: RequestLogWrite): RequestLogWrite =>
+  (fields) => {
+    const line = fields as ReturnType<typeof requestLogLine>
+    metrics.observeRequest(line.route, line.method, line.status, line.durationMs / 1000)
+    return write(fields)
+  }
 
 /** What the app needs from the runtime (Readiness is optional). */
 export type AppServices = V1Services | AdminServices | Access | Idempotency | Crypto
@@ -255,6 +304,7 @@ export const makeApp = (options: AppOptions, writeRequestLog: RequestLogWrite) =
       if (path === "/readyz") return draining ? Effect.succeed(stopping()) : ready
       if (path === "/openapi.json") return Effect.succeed(openApi())
       if (path === "/docs") return Effect.succeed(docsPage())
+      if (path === "/metrics") return metricsAnswer(request, options.metricsToken ?? Option.none())
       if (path === SCALAR_SCRIPT_PATH) return scalarScript
       facts.route = undefined
     }

@@ -16,7 +16,7 @@ import type { AddressInfo } from "node:net"
 import { performance } from "node:perf_hooks"
 import type { Duplex } from "node:stream"
 import { invalid } from "@intake/domain"
-import { CurrentRequestId, RequestLogWriter, untrackRootFibers } from "@intake/node"
+import { CurrentRequestId, Metrics, RequestLogWriter, untrackRootFibers } from "@intake/node"
 import {
   Context,
   Data,
@@ -26,10 +26,11 @@ import {
   type Fiber,
   FiberRef,
   Layer,
+  Option,
   Runtime,
   Scheduler
 } from "effect"
-import { type AppOptions, type AppServices, makeApp, type RequestFacts } from "./app.js"
+import { type AppOptions, type AppServices, countedRequestLog, makeApp, type RequestFacts } from "./app.js"
 import { BodyReadTimeout, bodyAbandoned, DEFAULT_BODY_TIMEOUT } from "./body.js"
 import { toIncomingRequest } from "./request.js"
 import { errorResponse, type Reply, withHeader } from "./responses.js"
@@ -162,7 +163,14 @@ export const serverLayer = (options: ListenOptions) =>
     Effect.gen(function* () {
       untrackRootFibers()
       const runtime = yield* Effect.runtime<AppServices>()
-      const app = makeApp(options, Context.get(runtime.context, RequestLogWriter))
+      const writeRequestLog = Context.get(runtime.context, RequestLogWriter)
+      const app = makeApp(
+        options,
+        Option.match(yield* Effect.serviceOption(Metrics), {
+          onNone: () => writeRequestLog,
+          onSome: (metrics) => countedRequestLog(metrics, writeRequestLog)
+        })
+      )
       const run = Runtime.runCallback(
         Runtime.setFiberRef(
           Runtime.provideService(

@@ -66,7 +66,8 @@ export const StubServices = Layer.mergeAll(
     limitKey: () => allowed,
     limitAnonymous: () => allowed,
     requireScope: () => Effect.void,
-    limiterFailingOpen: Effect.succeed(false)
+    limiterFailingOpen: Effect.succeed(false),
+    limiterFailedOpen: Effect.succeed(0)
   }),
   Layer.succeed(IntakeBots, {
     ...(unstubbed("IntakeBots") as IntakeBots["Type"]),

@@ -1,4 +1,5 @@
 export * from "./fiber-roots.js"
 export * from "./logging.js"
+export * from "./metrics.js"
 export * from "./platform.js"
 export * from "./receiver-client.js"

@@ -94,6 +94,8 @@ export class Access extends Context.Tag("@intake/Access")<
      * failure, or its cool-down runs): what /readyz reports (docs/rules.md, Running).
      */
     readonly limiterFailingOpen: Effect.Effect<boolean>
+    /** How many requests were let through because the limiter failed, since start (a metric). */
+    readonly limiterFailedOpen: Effect.Effect<number>
   }
 >() {}
 
