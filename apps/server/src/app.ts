@@ -36,7 +36,7 @@ import {
   withHeaders,
   withRateLimitHeaders
 } from "./responses.js"
-import { match, type Route } from "./routes.js"
+import { match, type RequestNotes, type Route } from "./routes.js"
 
 export interface AppOptions {
   /** Enables /admin/* when set. */
@@ -113,7 +113,7 @@ const openApi = () => {
  * them (one plain object per request, no fiber-local state). The server reads it too: a
  * request cut by its deadline answers with the rate-limit headers of its decision.
  */
-export interface RequestFacts {
+export interface RequestFacts extends RequestNotes {
   readonly requestId: string
   /** The matched route's pattern (/v1/intake-bots/:id), never the raw path. */
   route: string | undefined
@@ -132,7 +132,7 @@ const dispatch = <R>(
   const found = match(routes, request.method, request.pathname)
   if (found === undefined) return Effect.succeed(routeNotFound())
   facts.route = found.route.path
-  return found.route.run({ request, params: found.params, principal })
+  return found.route.run({ request, params: found.params, principal, notes: facts })
 }
 
 /** The client's address: the socket's, or X-Forwarded-For's past trusted proxies only. */
@@ -232,7 +232,7 @@ export const requestLogLine = (
   status: number,
   startedAt: number
 ) => {
-  return {
+  const line = {
     message: "request",
     requestId: facts.requestId,
     method: request.method,
@@ -242,6 +242,10 @@ export const requestLogLine = (
     workspaceId: facts.workspaceId ?? null,
     keyId: facts.keyId ?? null
   }
+  // A create names what it stored: one id from its answer to its deliveries (docs/rules.md, Request ids).
+  return facts.submissionId === undefined
+    ? line
+    : { ...line, submissionId: facts.submissionId, eventIds: facts.eventIds ?? [] }
 }
 
 /**

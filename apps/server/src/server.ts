@@ -63,7 +63,12 @@ export class ListeningServer extends Context.Tag("@intake/server/ListeningServer
 /** The server could not listen (the port is taken, or needs privileges). */
 export class ListenFailed extends Data.TaggedError("ListenFailed")<{ readonly cause: unknown }> {}
 
-const requestIdOf = () => `req_${randomUUID().replaceAll("-", "")}`
+/** An X-Request-Id a client may choose: 1 to 128 of [A-Za-z0-9._-] (docs/rules.md, Request ids). */
+const SAFE_REQUEST_ID = /^[A-Za-z0-9._-]{1,128}$/
+
+/** The client's X-Request-Id when it has a safe shape, else a new one. */
+const requestIdOf = (given?: string | ReadonlyArray<string>) =>
+  typeof given === "string" && SAFE_REQUEST_ID.test(given) ? given : `req_${randomUUID().replaceAll("-", "")}`
 
 /**
  * The scheduler of request fibers (docs/choices.md, Performance at the edge): a fiber
@@ -197,7 +202,7 @@ export const serverLayer = (options: ListenOptions) =>
        */
       const onRequest = (message: IncomingMessage, response: ServerResponse) => {
         const startedAt = performance.now()
-        const requestId = requestIdOf()
+        const requestId = requestIdOf(message.headers["x-request-id"])
         // Node's own check answers a bare 400; this one answers in the envelope (createServer below).
         if (message.headers.host === undefined && message.httpVersion === "1.1") {
           send(response, malformedRequest("Host", "the Host header is required in HTTP/1.1", requestId), true)

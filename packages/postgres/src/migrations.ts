@@ -407,5 +407,16 @@ export const migrations: ReadonlyArray<Migration> = [
       `CREATE INDEX deliveries_leased ON deliveries (webhook_id, lease_until)
         WHERE due_at IS NOT NULL AND lease_until IS NOT NULL`
     ]
+  },
+  {
+    id: 15,
+    name: "events keep the request that raised them",
+    statements: [
+      // One id end to end (docs/rules.md, Request ids): a create writes its X-Request-Id on the
+      // events it raises, in the statement that appends them, and every delivery attempt's log
+      // line names it. NULL for events no request raised (a summary's release, a disable
+      // notice) and for those from before this migration; nullable, so nothing is rewritten.
+      `ALTER TABLE domain_events ADD COLUMN request_id text`
+    ]
   }
 ]

@@ -381,7 +381,8 @@ export const DeliveriesLive = Layer.effect(
       sources: DispatchSources | undefined
     ): Effect.Effect<PreparedAttempt, StorageUnavailable> =>
       Effect.gen(function* () {
-        const drop = (error: string): PreparedAttempt => ({ _tag: "Drop", delivery, error })
+        const event = sources?.event ?? null
+        const drop = (error: string): PreparedAttempt => ({ _tag: "Drop", delivery, error, event })
         const endpoint =
           sources === undefined
             ? Option.getOrNull(yield* repository.endpoint(delivery.webhookId))
@@ -395,7 +396,7 @@ export const DeliveriesLive = Layer.effect(
         const withheld = workspace === null ? "the workspace no longer exists" : deliveriesWithheld(workspace)
         if (withheld !== null) return drop(`not sent: ${withheld}`)
         return yield* payloadFromSources(delivery, sources).pipe(
-          Effect.map((payload): PreparedAttempt => ({ _tag: "Send", delivery, endpoint, payload })),
+          Effect.map((payload): PreparedAttempt => ({ _tag: "Send", delivery, endpoint, payload, event })),
           Effect.catchTag("SourceGone", (source) =>
             Effect.succeed(drop(`not sent: the ${source.what} no longer exists`))
           )
@@ -409,7 +410,12 @@ export const DeliveriesLive = Layer.effect(
 
     const attempt = (prepared: PreparedAttempt): Effect.Effect<AttemptMade, StorageUnavailable> =>
       prepared._tag === "Drop"
-        ? Effect.succeed({ _tag: "Dropped", delivery: prepared.delivery, error: prepared.error })
+        ? Effect.succeed({
+            _tag: "Dropped",
+            delivery: prepared.delivery,
+            error: prepared.error,
+            event: prepared.event ?? null
+          })
         : Effect.gen(function* () {
             const delivery = prepared.delivery
             const result = yield* send(prepared.endpoint, prepared.payload)
@@ -424,7 +430,7 @@ export const DeliveriesLive = Layer.effect(
                   retryAfterMs: retryAfterMillis(result.retryAfter, finishedAt)
                 })
             const retry = delay === null ? null : { dueAt: finishedAt + delay, id: yield* ids.next("dlv") }
-            return { _tag: "Sent", delivery, result, retry, finishedAt }
+            return { _tag: "Sent", delivery, result, retry, finishedAt, event: prepared.event ?? null }
           })
 
     /** The retry of a failed attempt, queued when its endpoint is still active after the outcome. */
@@ -505,7 +511,10 @@ export const DeliveriesLive = Layer.effect(
             yield* Effect.forEach(outcome.right.notices, logDisabled, { discard: true })
             const byId = new Map(outcome.right.finished.map((d) => [d.id, d]))
             const finished = made.map((m) => byId.get(m.delivery.id) ?? unlogged.get(m.delivery.id)!)
-            yield* Effect.forEach(outcome.right.finished, logAttempt, { discard: true })
+            const events = new Map(made.map((m) => [m.delivery.id, m.event ?? null]))
+            yield* Effect.forEach(outcome.right.finished, (d) => logAttempt(d, events.get(d.id) ?? null), {
+              discard: true
+            })
             return finished
           }
           const lost = new Set(outcome.left)
@@ -540,12 +549,16 @@ export const DeliveriesLive = Layer.effect(
     }
 
     /** One log line per attempt made or dropped: ids and outcome, never the secret or the payload. */
-    const logAttempt = (delivery: Delivery) =>
+    const logAttempt = (delivery: Delivery, event: DomainEvent | null = null) =>
       Effect.logInfo({
         message: "delivery attempt",
         deliveryId: delivery.id,
         webhookId: delivery.webhookId,
         eventId: delivery.eventId,
+        // The submission and the request that raised the event (docs/rules.md, Request ids); left
+        // undefined, the logger writes the id of the request this runs for (a test send's).
+        submissionId: event?.submissionId ?? null,
+        requestId: event?.requestId,
         eventType: delivery.eventType,
         attempt: delivery.attempt,
         trigger: delivery.trigger,
@@ -582,7 +595,7 @@ export const DeliveriesLive = Layer.effect(
         )
         yield* logDisabled(recorded.disabled)
         return finished
-      }).pipe(Effect.tap(logAttempt))
+      }).pipe(Effect.tap((finished) => logAttempt(finished)))
 
     return Deliveries.of({
       list: (workspaceId, webhookId, query) =>

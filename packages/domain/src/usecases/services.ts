@@ -21,6 +21,7 @@ import type {
   BotStatus,
   Delivery,
   DeliveryStatus,
+  DomainEvent,
   EpochMillis,
   IntakeBot,
   IntakeBotListItem,
@@ -196,6 +197,13 @@ export interface NewSubmission {
   readonly isTest?: boolean
   /** Only the operator interface (the conversational collector) passes messages. */
   readonly messages?: ReadonlyArray<{ readonly role: MessageRole; readonly content: string }>
+  /** The request's id, kept on the events it raises (docs/rules.md, Request ids). */
+  readonly requestId?: string
+}
+
+/** A stored submission, and the id of the submission.completed event it raised, if it did. */
+export interface CreatedSubmission extends SubmissionDetail {
+  readonly completedEventId: string | null
 }
 
 export class Submissions extends Context.Tag("@intake/Submissions")<
@@ -223,7 +231,7 @@ export class Submissions extends Context.Tag("@intake/Submissions")<
       intakeBotId: string,
       input: NewSubmission
     ) => Effect.Effect<
-      SubmissionDetail,
+      CreatedSubmission,
       Fails<ResourceNotFound | ValidationFailed | Conflict | PlanLimitExceeded>
     >
     /** Operator interface: any workspace's bot. */
@@ -320,8 +328,15 @@ export type PreparedAttempt =
       readonly delivery: Delivery
       readonly endpoint: WebhookEndpoint
       readonly payload: WebhookPayload
+      /** The event it delivers, when read with it: its log line names its submission and request. */
+      readonly event?: DomainEvent | null
     }
-  | { readonly _tag: "Drop"; readonly delivery: Delivery; readonly error: string }
+  | {
+      readonly _tag: "Drop"
+      readonly delivery: Delivery
+      readonly error: string
+      readonly event?: DomainEvent | null
+    }
 
 /** What one send did, before it is written down. */
 export interface SendResult {
@@ -345,8 +360,14 @@ export type AttemptMade =
       /** When its retry is due and its id, if it failed; the retry is queued only if the endpoint stays active. */
       readonly retry: { readonly dueAt: number; readonly id: string } | null
       readonly finishedAt: number
+      readonly event?: DomainEvent | null
     }
-  | { readonly _tag: "Dropped"; readonly delivery: Delivery; readonly error: string }
+  | {
+      readonly _tag: "Dropped"
+      readonly delivery: Delivery
+      readonly error: string
+      readonly event?: DomainEvent | null
+    }
 
 export class Deliveries extends Context.Tag("@intake/Deliveries")<
   Deliveries,
