@@ -31,7 +31,7 @@ export default [
       name: "server-postgres",
       root: "./apps/server",
       include: [
-        "test/{auth,requests,resources,webhooks,deliveries,summaries,hostile-input,idempotent-sends,plan-changes,recovery,webhook-operations}.test.ts"
+        "test/{auth,requests,resources,webhooks,deliveries,summaries,hostile-input,idempotent-sends,plan-changes,recovery,webhook-operations,logs,metrics}.test.ts"
       ],
       env: { INTAKE_SERVER_TEST_STORE: "postgres" },
       globalSetup: ["test/global-setup.ts"],

@@ -5,15 +5,17 @@
  */
 import { performance } from "node:perf_hooks"
 import { openApiDocument } from "@intake/api"
-import { DatabaseState } from "@intake/delivery"
+import { DatabaseState, metricsAuthorized, scrapeMetrics } from "@intake/delivery"
 import {
   Access,
+  AuthenticationRequired,
   ClientAddress,
   type Crypto,
   type Idempotency,
   type Principal,
   type RateLimitDecision
 } from "@intake/domain/internal"
+import { type IntakeMetrics, Metrics } from "@intake/node"
 import { CurrentRequestId, type RequestLogWrite } from "@intake/node/internal"
 import { Clock, Duration, Effect, FiberRef, Option, type Redacted } from "effect"
 import { type CorsOrigins, isPreflight, preflightHeaders, responseCorsHeaders } from "./cors.js"
@@ -25,6 +27,7 @@ import { Readiness } from "./readiness.js"
 import type { IncomingRequest } from "./request.js"
 import {
   causeToResponse,
+  errorResponse,
   internalErrorResponse,
   json,
   jsonText,
@@ -36,7 +39,7 @@ import {
   withHeaders,
   withRateLimitHeaders
 } from "./responses.js"
-import { match, type Route } from "./routes.js"
+import { match, type RequestNotes, type Route } from "./routes.js"
 
 export interface AppOptions {
   /** Enables /admin/* when set. */
@@ -47,6 +50,8 @@ export interface AppOptions {
   readonly trustedProxies?: ReadonlyArray<ClientAddress.AddressRange>
   /** INTAKE_CORS_ORIGINS: unset, CORS is off. */
   readonly corsOrigins?: CorsOrigins | undefined
+  /** INTAKE_METRICS_TOKEN: when set, GET /metrics wants it as a bearer token. */
+  readonly metricsToken?: Option.Option<Redacted.Redacted>
 }
 
 export const DEFAULT_REQUEST_TIMEOUT = Duration.seconds(30)
@@ -111,7 +116,7 @@ const openApi = () => {
  * them (one plain object per request, no fiber-local state). The server reads it too: a
  * request cut by its deadline answers with the rate-limit headers of its decision.
  */
-export interface RequestFacts {
+export interface RequestFacts extends RequestNotes {
   readonly requestId: string
   /** The matched route's pattern (/v1/intake-bots/:id), never the raw path. */
   route: string | undefined
@@ -130,7 +135,7 @@ const dispatch = <R>(
   const found = match(routes, request.method, request.pathname)
   if (found === undefined) return Effect.succeed(routeNotFound())
   facts.route = found.route.path
-  return found.route.run({ request, params: found.params, principal })
+  return found.route.run({ request, params: found.params, principal, notes: facts })
 }
 
 /** The client's address: the socket's, or X-Forwarded-For's past trusted proxies only. */
@@ -196,22 +201,71 @@ const admin = (
     return yield* dispatch(adminRoutes, request, null, facts)
   })
 
+/**
+ * GET /metrics in Prometheus's text format (docs/operations.md, Metrics): without a key, as
+ * /healthz, unless INTAKE_METRICS_TOKEN asks for it; 404 on a runtime that keeps none.
+ */
+const metricsAnswer = (request: IncomingRequest, token: Option.Option<Redacted.Redacted>) =>
+  Effect.flatMap(Effect.serviceOption(Metrics), (metrics) =>
+    Option.isNone(metrics)
+      ? Effect.succeed(routeNotFound())
+      : Effect.flatMap(metricsAuthorized(token, request.headers.authorization), (allowed) =>
+          allowed
+            ? Effect.map(
+                Effect.provideService(scrapeMetrics, Metrics, metrics.value),
+                ({ text, contentType }): Reply => ({
+                  status: 200,
+                  headers: { "content-type": contentType, "cache-control": "no-store" },
+                  body: text
+                })
+              )
+            : Effect.succeed(
+                withHeader(
+                  errorResponse(
+                    new AuthenticationRequired({ message: "A valid metrics token is required." })
+                  ),
+                  "www-authenticate",
+                  "Bearer"
+                )
+              )
+        )
+  )
+
 /** The request's log line: ids and outcome only, never a header, a key or a body. */
 export const requestLogLine = (
   request: IncomingRequest,
   facts: RequestFacts,
   status: number,
   startedAt: number
-) => ({
-  message: "request",
-  requestId: facts.requestId,
-  method: request.method,
-  route: facts.route ?? null,
-  status,
-  durationMs: Math.round((performance.now() - startedAt) * 100) / 100,
-  workspaceId: facts.workspaceId ?? null,
-  keyId: facts.keyId ?? null
-})
+) => {
+  const line = {
+    message: "request",
+    requestId: facts.requestId,
+    method: request.method,
+    route: facts.route ?? null,
+    status,
+    durationMs: Math.round((performance.now() - startedAt) * 100) / 100,
+    workspaceId: facts.workspaceId ?? null,
+    keyId: facts.keyId ?? null
+  }
+  // A create names what it stored: one id from its answer to its deliveries (docs/rules.md, Request ids).
+  return facts.submissionId === undefined
+    ? line
+    : { ...line, submissionId: facts.submissionId, eventIds: facts.eventIds ?? [] }
+}
+
+/**
+ * The request log writer that also counts the request in the metrics (docs/operations.md,
+ * Metrics): every answer writes its line once, the deadline's too, so requests are counted
+ * in one place, from the line's own route template, method, status and duration.
+ */
+export const countedRequestLog =
+  (metrics: IntakeMetrics, write: RequestLogWrite): RequestLogWrite =>
+  (fields) => {
+    const line = fields as ReturnType<typeof requestLogLine>
+    metrics.observeRequest(line.route, line.method, line.status, line.durationMs / 1000)
+    return write(fields)
+  }
 
 /** What the app needs from the runtime (Readiness is optional). */
 export type AppServices = V1Services | AdminServices | Access | Idempotency | Crypto
@@ -261,6 +315,7 @@ export const makeApp = (options: AppOptions, writeRequestLog: RequestLogWrite) =
       if (path === "/readyz") return draining ? Effect.succeed(stopping()) : ready
       if (path === "/openapi.json") return Effect.succeed(openApi())
       if (path === "/docs") return Effect.succeed(docsPage())
+      if (path === "/metrics") return metricsAnswer(request, options.metricsToken ?? Option.none())
       if (path === SCALAR_SCRIPT_PATH) return scalarScript
       if (path === GUIDES_PATH || path.startsWith(`${GUIDES_PATH}/`)) {
         return Effect.map(guidePages(path), (page) => {

@@ -3,7 +3,12 @@
  * bad value fails at start with the variable's name.
  */
 
-import { isolationConfig, type SummarizerConfig, summarizerConfig } from "@intake/delivery"
+import {
+  isolationConfig,
+  metricsTokenConfig,
+  type SummarizerConfig,
+  summarizerConfig
+} from "@intake/delivery"
 import { ClientAddress, type DeliveryIsolation, RetrySchedule } from "@intake/domain/internal"
 import { logLevelConfig } from "@intake/node"
 import { Config, ConfigError, Duration, Either, type LogLevel, Option, Redacted } from "effect"
@@ -19,6 +24,8 @@ export interface ServerConfig {
   /** REDIS_KEY_PREFIX: before every Redis key and channel, so deployments can share one Redis. */
   readonly redisKeyPrefix: string
   readonly adminToken: Option.Option<Redacted.Redacted>
+  /** INTAKE_METRICS_TOKEN: when set, GET /metrics wants it as a bearer token. */
+  readonly metricsToken: Option.Option<Redacted.Redacted>
   readonly webhookAllowPrivateNetworks: boolean
   readonly webhookRetrySchedule: ReadonlyArray<Duration.Duration>
   readonly webhookDisableAfter: Duration.Duration
@@ -159,6 +166,7 @@ export const serverConfig: Config.Config<ServerConfig> = Config.all({
   redisUrl: optionalSecret("REDIS_URL"),
   redisKeyPrefix: Config.string("REDIS_KEY_PREFIX").pipe(Config.withDefault("intake:")),
   adminToken: optionalSecret("INTAKE_ADMIN_TOKEN"),
+  metricsToken: metricsTokenConfig,
   webhookAllowPrivateNetworks: Config.boolean("WEBHOOK_ALLOW_PRIVATE_NETWORKS").pipe(
     Config.withDefault(false)
   ),

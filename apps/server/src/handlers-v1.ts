@@ -98,16 +98,21 @@ export const v1Handlers: Handlers<typeof Api.IntakeApi, V1Services> = {
     options: v1
   },
   createSubmission: {
-    handle: ({ principal, path, payload }) =>
+    handle: ({ principal, path, payload, notes }) =>
       Effect.map(
         Effect.flatMap(Submissions, (submissions) =>
           submissions.create(principal.workspace.id, path.id, {
             data: payload.data,
             ...(payload.status === undefined ? {} : { status: payload.status }),
-            ...(payload.is_test === undefined ? {} : { isTest: payload.is_test })
+            ...(payload.is_test === undefined ? {} : { isTest: payload.is_test }),
+            requestId: notes.requestId
           })
         ),
-        (submission) => ({ submission: Api.createdSubmissionToWire(submission) })
+        (submission) => {
+          notes.submissionId = submission.id
+          notes.eventIds = submission.completedEventId === null ? [] : [submission.completedEventId]
+          return { submission: Api.createdSubmissionToWire(submission) }
+        }
       ),
     options: v1
   },

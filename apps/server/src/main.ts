@@ -40,6 +40,7 @@ const program = Effect.gen(function* () {
   const server = serverLayer({
     port: config.port,
     adminToken: config.adminToken,
+    metricsToken: config.metricsToken,
     requestTimeout: config.requestTimeout,
     bodyTimeout: config.bodyTimeout,
     shutdownDrain: config.shutdownDrain,

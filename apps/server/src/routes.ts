@@ -32,11 +32,22 @@ import { oneIssuePerPath, unknownKeyIssue } from "./issue-messages.js"
 import { type IncomingRequest, queryParams } from "./request.js"
 import { errorBody, json, type Reply, successJsonText, withHeader } from "./responses.js"
 
+/**
+ * The request's id, and what a handler adds to its log line (docs/rules.md, Request ids):
+ * a create names the submission and the event it raised.
+ */
+export interface RequestNotes {
+  readonly requestId: string
+  submissionId?: string
+  eventIds?: ReadonlyArray<string>
+}
+
 export interface Input<P, U, B> {
   readonly path: P
   readonly urlParams: U
   readonly payload: B
   readonly principal: Principal
+  readonly notes: RequestNotes
 }
 
 /** A matched request, as the dispatcher hands it to a route. */
@@ -44,6 +55,7 @@ export interface Matched {
   readonly request: IncomingRequest
   readonly params: Readonly<Record<string, string>>
   readonly principal: Principal | null
+  readonly notes: RequestNotes
 }
 
 export interface Route<R> {
@@ -288,7 +300,13 @@ export const serve = <
     const principal = matched.principal
     const withBody = (key: string | undefined, path: P, urlParams: U) =>
       Effect.flatMap(Option.isSome(bodyOf) ? bodyOf.value(request) : noBody, ({ raw, payload }) => {
-        const answered = handler({ path, urlParams, payload, principal: principal as Principal })
+        const answered = handler({
+          path,
+          urlParams,
+          payload,
+          principal: principal as Principal,
+          notes: matched.notes
+        })
         return key === undefined || principal === null
           ? Effect.flatMap(answered, replyOf)
           : idempotent(request, principal, key, raw, answered)

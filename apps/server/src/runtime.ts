@@ -23,7 +23,7 @@ import {
   WebhookSettings
 } from "@intake/domain"
 import { InProcessLive, MemoryPortsLive } from "@intake/memory"
-import { NodePlatformLive } from "@intake/node"
+import { MetricsLive, NodePlatformLive } from "@intake/node"
 import {
   databaseIsEmpty,
   PglitePortsLive,
@@ -126,7 +126,7 @@ const withUseCases = <ROut, E>(ports: Layer.Layer<ROut, E>, options: RuntimeOpti
       )
     )
   )
-  if (options.dispatcher === false) return useCases
+  if (options.dispatcher === false) return Layer.provideMerge(useCases, MetricsLive)
   const background = Option.match(summaries.model, {
     onNone: () => Layer.empty,
     onSome: ({ runner }) => runner
@@ -137,7 +137,7 @@ const withUseCases = <ROut, E>(ports: Layer.Layer<ROut, E>, options: RuntimeOpti
       pollIntervalMs: options.dispatcher?.pollIntervalMs ?? 1_000
     }),
     background
-  ).pipe(Layer.provideMerge(useCases))
+  ).pipe(Layer.provideMerge(useCases), Layer.provideMerge(MetricsLive))
 }
 
 export const embeddedRuntime = (options: RuntimeOptions) =>

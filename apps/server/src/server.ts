@@ -16,6 +16,7 @@ import { type AddressInfo, Server as NetServer, type Socket } from "node:net"
 import { performance } from "node:perf_hooks"
 import type { Duplex } from "node:stream"
 import { invalid } from "@intake/domain"
+import { Metrics } from "@intake/node"
 import { CurrentRequestId, RequestLogWriter, untrackRootFibers } from "@intake/node/internal"
 import {
   Context,
@@ -26,13 +27,14 @@ import {
   type Fiber,
   FiberRef,
   Layer,
+  Option,
   Runtime,
   Scheduler
 } from "effect"
-import { type AppOptions, type AppServices, makeApp, type RequestFacts } from "./app.js"
+import { type AppOptions, type AppServices, countedRequestLog, makeApp, type RequestFacts } from "./app.js"
 import { BodyReadTimeout, bodyAbandoned, DEFAULT_BODY_TIMEOUT, MAX_BODY_BYTES } from "./body.js"
 import { type IncomingRequest, toIncomingRequest } from "./request.js"
-import { errorResponse, type Reply } from "./responses.js"
+import { errorResponse, type Reply, withHeader } from "./responses.js"
 
 export interface ListenOptions extends AppOptions {
   /** 0 picks a free port (tests). */
@@ -101,7 +103,12 @@ export class ListeningServer extends Context.Tag("@intake/server/ListeningServer
 /** The server could not listen (the port is taken, or needs privileges). */
 export class ListenFailed extends Data.TaggedError("ListenFailed")<{ readonly cause: unknown }> {}
 
-const requestIdOf = () => `req_${randomUUID().replaceAll("-", "")}`
+/** An X-Request-Id a client may choose: 1 to 128 of [A-Za-z0-9._-] (docs/rules.md, Request ids). */
+const SAFE_REQUEST_ID = /^[A-Za-z0-9._-]{1,128}$/
+
+/** The client's X-Request-Id when it has a safe shape, else a new one. */
+const requestIdOf = (given?: string | ReadonlyArray<string>) =>
+  typeof given === "string" && SAFE_REQUEST_ID.test(given) ? given : `req_${randomUUID().replaceAll("-", "")}`
 
 /**
  * The scheduler of request fibers (docs/choices.md, Performance at the edge): a fiber
@@ -210,7 +217,14 @@ export const serverLayer = (options: ListenOptions) =>
     Effect.gen(function* () {
       untrackRootFibers()
       const runtime = yield* Effect.runtime<AppServices>()
-      const app = makeApp(options, Context.get(runtime.context, RequestLogWriter))
+      const writeRequestLog = Context.get(runtime.context, RequestLogWriter)
+      const app = makeApp(
+        options,
+        Option.match(yield* Effect.serviceOption(Metrics), {
+          onNone: () => writeRequestLog,
+          onSome: (metrics) => countedRequestLog(metrics, writeRequestLog)
+        })
+      )
       const run = Runtime.runCallback(
         Runtime.setFiberRef(
           Runtime.provideService(
@@ -267,7 +281,7 @@ export const serverLayer = (options: ListenOptions) =>
        */
       const onRequest = (message: IncomingMessage, response: ServerResponse) => {
         const startedAt = performance.now()
-        const requestId = requestIdOf()
+        const requestId = requestIdOf(message.headers["x-request-id"])
         // Node's own check answers a bare 400; this one answers in the envelope (createServer below).
         if (message.headers.host === undefined && message.httpVersion === "1.1") {
           run(

@@ -22,6 +22,8 @@ export const testServer = <E, R>(
     /** INTAKE_TRUSTED_PROXIES, as its text. */
     readonly trustedProxies?: string
     readonly corsOrigins?: CorsOrigins
+    /** INTAKE_METRICS_TOKEN. */
+    readonly metricsToken?: string
   } = {}
 ) =>
   Layer.effect(
@@ -41,7 +43,10 @@ export const testServer = <E, R>(
         ...(options.trustedProxies === undefined
           ? {}
           : { trustedProxies: Either.getOrThrow(ClientAddress.parseTrustedProxies(options.trustedProxies)) }),
-        ...(options.corsOrigins === undefined ? {} : { corsOrigins: options.corsOrigins })
+        ...(options.corsOrigins === undefined ? {} : { corsOrigins: options.corsOrigins }),
+        ...(options.metricsToken === undefined
+          ? {}
+          : { metricsToken: Option.some(Redacted.make(options.metricsToken)) })
       })
     ),
     Layer.provide(services)

@@ -6,7 +6,7 @@ import { expect, layer } from "@effect/vitest"
 import { jsonLineLogger } from "@intake/node"
 import { Effect, Layer, Logger } from "effect"
 import { BaseUrl, call } from "./harness.js"
-import { localReceiver } from "./receiver.js"
+import { eventually, localReceiver } from "./receiver.js"
 import { dataOf, provision, realServer } from "./support.js"
 
 const lines: Array<string> = []
@@ -106,6 +106,75 @@ layer(realServer({ allowPrivateNetworks: true }).pipe(Layer.provide(capturedLogs
         }
         // The payload the receiver got is not logged either.
         expect(everything).not.toContain(receiver.received[0]!.body)
+      })
+  )
+
+  it.scoped(
+    "one id end to end: a create's X-Request-Id names its log line and every delivery attempt of its events",
+    () =>
+      Effect.gen(function* () {
+        const baseUrl = yield* BaseUrl
+        const receiver = yield* localReceiver([200])
+        const tenant = yield* provision(baseUrl)
+        dataOf(
+          yield* call(baseUrl, "POST", "/v1/webhooks", {
+            key: tenant.key,
+            body: { url: receiver.url, events: ["submission.completed", "contact.created"] }
+          })
+        )
+        const requestId = "client-trace_42.A-b"
+        const created = yield* call(baseUrl, "POST", `/v1/intake-bots/${tenant.botId}/submissions`, {
+          key: tenant.key,
+          headers: { "x-request-id": requestId },
+          body: { data: { name: "Grace Hopper", email: "grace@example.com" } }
+        })
+        const { submission } = dataOf(created, 201)
+        expect(created.headers.get("x-request-id")).toBe(requestId)
+        yield* eventually(
+          () =>
+            parsed().filter((line) => line.message === "delivery attempt" && line.requestId === requestId)
+              .length === 2
+        )
+
+        const requestLines = parsed().filter(
+          (line) => line.message === "request" && line.requestId === requestId
+        )
+        expect(requestLines).toEqual([
+          expect.objectContaining({
+            status: 201,
+            submissionId: submission.id,
+            eventIds: [expect.stringMatching(/^evt_/)]
+          })
+        ])
+        const attempts = parsed().filter(
+          (line) => line.message === "delivery attempt" && line.requestId === requestId
+        )
+        expect(attempts.map((line) => line.eventType).sort()).toEqual([
+          "contact.created",
+          "submission.completed"
+        ])
+        for (const line of attempts)
+          expect(line).toMatchObject({ submissionId: submission.id, status: "succeeded" })
+        // Each line names its event: the completed one is the event the request's line named.
+        const byType = Object.fromEntries(attempts.map((line) => [line.eventType, line.eventId]))
+        expect(byType["submission.completed"]).toBe(requestLines[0].eventIds[0])
+        expect(new Set(receiver.received.map((r) => r.payload.id))).toEqual(new Set(Object.values(byType)))
+      })
+  )
+
+  it.effect(
+    "an X-Request-Id of an unsafe shape is replaced by a generated one, never echoed nor logged",
+    () =>
+      Effect.gen(function* () {
+        const baseUrl = yield* BaseUrl
+        for (const unsafe of ["has spaces", 'quote"d', "a".repeat(129), "semi;colon", "ümlaut"]) {
+          const answer = yield* call(baseUrl, "GET", "/healthz", { headers: { "x-request-id": unsafe } })
+          expect(answer.status).toBe(200)
+          expect(answer.headers.get("x-request-id")).toMatch(/^req_[0-9a-f]{32}$/)
+          expect(lines.join("\n")).not.toContain(unsafe)
+        }
+        const safe = yield* call(baseUrl, "GET", "/healthz", { headers: { "x-request-id": "a".repeat(128) } })
+        expect(safe.headers.get("x-request-id")).toBe("a".repeat(128))
       })
   )
 })

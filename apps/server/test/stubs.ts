@@ -67,7 +67,8 @@ export const StubServices = Layer.mergeAll(
     limitAnonymous: () => allowed,
     peekAnonymous: () => allowed,
     requireScope: () => Effect.void,
-    limiterFailingOpen: Effect.succeed(false)
+    limiterFailingOpen: Effect.succeed(false),
+    limiterFailedOpen: Effect.succeed(0)
   }),
   Layer.succeed(IntakeBots, {
     ...(unstubbed("IntakeBots") as IntakeBots["Type"]),

@@ -54,6 +54,8 @@ export const realServer = (
     readonly dispatcherPollMs?: number
     /** Per-endpoint isolation beyond the defaults (docs/webhooks.md, Isolation). */
     readonly isolation?: Partial<DeliveryIsolation.IsolationPolicy>
+    /** INTAKE_METRICS_TOKEN. */
+    readonly metricsToken?: string
   } = {}
 ) =>
   testServer(
@@ -69,7 +71,8 @@ export const realServer = (
     }),
     {
       admin: options.admin ?? true,
-      ...(options.corsOrigins === undefined ? {} : { corsOrigins: options.corsOrigins })
+      ...(options.corsOrigins === undefined ? {} : { corsOrigins: options.corsOrigins }),
+      ...(options.metricsToken === undefined ? {} : { metricsToken: options.metricsToken })
     }
   ).pipe(Layer.provide(Layer.setClock(ShiftedClock)))
 

@@ -15,13 +15,16 @@ import {
   deliveryEngine,
   dispatcherLayer,
   historyPurgeLayer,
+  MetricsServer,
+  metricsServerLayer,
+  metricsTokenConfig,
   summarizerConfig,
   summarizerLayers,
   watchDatabase
 } from "@intake/delivery"
 import { WebhookSettings } from "@intake/domain"
 import { InProcessLive } from "@intake/memory"
-import { loggingLayer, logLevelConfig, NodePlatformLive } from "@intake/node"
+import { loggingLayer, logLevelConfig, MetricsLive, NodePlatformLive } from "@intake/node"
 import { PostgresPortsLive, pingDatabase } from "@intake/postgres"
 import { Cause, Config, ConfigError, Console, Effect, Layer, Option } from "effect"
 
@@ -30,6 +33,14 @@ const program = Effect.gen(function* () {
   const logLevel = yield* logLevelConfig
   const summaries = summarizerLayers(yield* summarizerConfig)
   const databaseUrl = yield* Config.option(Config.redacted("DATABASE_URL"))
+  // docs/operations.md, Metrics: GET /metrics on a port of its own, this machine only by default.
+  const metricsPort = yield* Config.option(
+    Config.integer("WORKER_METRICS_PORT").pipe(
+      Config.validate({ message: "must be a port (0 to 65535)", validation: (n) => n >= 0 && n <= 65_535 })
+    )
+  )
+  const metricsHost = yield* Config.string("WORKER_METRICS_HOST").pipe(Config.withDefault("127.0.0.1"))
+  const metricsToken = yield* metricsTokenConfig
   if (Option.isNone(databaseUrl)) {
     yield* Console.error(
       "The worker needs DATABASE_URL. Without it the server runs the dispatcher in-process on its embedded store."
@@ -65,11 +76,21 @@ const program = Effect.gen(function* () {
     dispatcherLayer({ concurrency: config.concurrency, pollIntervalMs: config.pollIntervalMs }),
     watchDatabase(pingDatabase),
     historyPurgeLayer({ retentionMs: config.retentionMs }),
-    Option.match(summaries.model, { onNone: () => Layer.empty, onSome: ({ runner }) => runner })
-  ).pipe(Layer.provide(engine))
+    Option.match(summaries.model, { onNone: () => Layer.empty, onSome: ({ runner }) => runner }),
+    Option.match(metricsPort, {
+      onNone: () => Layer.empty,
+      onSome: (port) => metricsServerLayer({ port, host: metricsHost, token: metricsToken })
+    })
+  ).pipe(Layer.provide(engine), Layer.provideMerge(MetricsLive))
   return yield* Effect.gen(function* () {
+    const metrics = yield* Effect.serviceOption(MetricsServer)
+    const scrapedAt = Option.match(metrics, {
+      onNone: () => "",
+      onSome: ({ port }) =>
+        `, metrics on http://${metricsHost.includes(":") ? `[${metricsHost}]` : metricsHost}:${port}/metrics`
+    })
     // The line a supervisor (or a test) waits for.
-    yield* Console.log(`worker ready (pid ${process.pid}, concurrency ${config.concurrency})`)
+    yield* Console.log(`worker ready (pid ${process.pid}, concurrency ${config.concurrency}${scrapedAt})`)
     return yield* Effect.never
   }).pipe(
     Effect.provide(worker),

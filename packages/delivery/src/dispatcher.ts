@@ -12,9 +12,11 @@
  * claim-loop.ts, shared with the summary runner.
  */
 import { type AttemptMade, Deliveries, DeliveryWakeups, type PreparedAttempt } from "@intake/domain"
+import { Metrics } from "@intake/node"
 import { Effect } from "effect"
 import { batchWriter } from "./batch-writer.js"
 import { claimLoop } from "./claim-loop.js"
+import { observeAttempt } from "./metrics.js"
 
 /** The most finished attempts one unit of work writes. */
 const RECORD_BATCH = 256
@@ -39,6 +41,7 @@ export const runDispatcher = (options: DispatcherOptions) =>
   Effect.gen(function* () {
     const deliveries = yield* Deliveries
     const wakeups = yield* DeliveryWakeups
+    const metrics = yield* Effect.serviceOption(Metrics)
     // Opened before the claim loop, so closed after it: the attempts still running are written.
     const recorder = yield* batchWriter({
       write: (made: ReadonlyArray<AttemptMade>) => deliveries.record(made, options.claimToken),
@@ -75,6 +78,7 @@ export const runDispatcher = (options: DispatcherOptions) =>
 
     const dispatchOne = (prepared: PreparedAttempt) =>
       deliveries.attempt(prepared).pipe(
+        Effect.tap((made) => observeAttempt(metrics, made)),
         Effect.flatMap(recorder.submit),
         Effect.tapErrorCause((cause) =>
           Effect.logWarning(

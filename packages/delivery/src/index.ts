@@ -1,5 +1,6 @@
 export * from "./config.js"
 export * from "./database-state.js"
 export * from "./dispatcher.js"
+export * from "./metrics.js"
 export * from "./summarizer-config.js"
 export * from "./summary-runner.js"

@@ -195,6 +195,8 @@ export const DomainEvent = Schema.Struct({
   contactId: Schema.NullOr(Schema.String),
   webhookId: Schema.optional(Schema.String),
   disabledReason: Schema.optional(WebhookDisabledReason),
+  /** The X-Request-Id of the request that raised it, when one did (docs/rules.md, Request ids). */
+  requestId: Schema.optional(Schema.String),
   createdAt: EpochMillis
 })
 export type DomainEvent = typeof DomainEvent.Type

@@ -576,6 +576,19 @@ export interface FinishedAttempt {
   readonly next: { readonly delivery: Delivery; readonly dueAt: EpochMillis } | null
 }
 
+/**
+ * The delivery queue at a glance, for the operator's metrics (docs/operations.md, Metrics):
+ * read at scrape time, in one cheap read.
+ */
+export interface QueueHealth {
+  /** Pending attempts: due now, or later (a retry's wait, a held summary's). */
+  readonly pending: number
+  /** The earliest due time among them, null when none is pending. */
+  readonly oldestDueAt: EpochMillis | null
+  /** Endpoints whose circuit is open at `now` (circuit_open_until in the future). */
+  readonly circuitsOpen: number
+}
+
 /** What one retention purge deleted. */
 export interface PurgedHistory {
   readonly deliveries: number
@@ -676,6 +689,8 @@ export class DeliveryRepository extends Context.Tag("@intake/DeliveryRepository"
      * `nextClaimableAt` over every endpoint with pending attempts.
      */
     readonly nextDueAt: (now: EpochMillis, isolation?: IsolationPolicy) => Stored<Option.Option<EpochMillis>>
+    /** The queue's size, its earliest due time and the endpoints whose circuit is open at `now`. */
+    readonly queueHealth: (now: EpochMillis) => Stored<QueueHealth>
     readonly findInWebhook: (webhookId: string, id: string) => Stored<Option.Option<Delivery>>
     /** Every attempt of one event to one endpoint, oldest first. */
     readonly attemptsOf: (webhookId: string, eventId: string) => Stored<ReadonlyArray<Delivery>>
@@ -762,4 +777,22 @@ export class ReceiverClient extends Context.Tag("@intake/ReceiverClient")<
   {
     readonly send: (request: ReceiverRequest) => Effect.Effect<ReceiverResponse, ReceiverUnreachable>
   }
+>() {}
+
+// ---------------------------------------------------------------- operations
+
+/** A database pool's connections; null where the store has no such thing (PGlite waits in a queue of its own). */
+export interface PoolConnections {
+  readonly total: number
+  readonly idle: number | null
+  readonly waiting: number | null
+}
+
+/**
+ * The database's connections as the operator's metrics show them (docs/operations.md,
+ * Metrics): pg's pool on PostgreSQL, PGlite's one connection. Absent on the memory store.
+ */
+export class ConnectionPool extends Context.Tag("@intake/ConnectionPool")<
+  ConnectionPool,
+  { readonly connections: () => PoolConnections }
 >() {}

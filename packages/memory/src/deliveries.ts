@@ -228,6 +228,16 @@ export const MemoryDeliveryRepository = Layer.effect(
             DeliveryIsolation.earliestClaimableAt(backlogsAt(t, now).backlogs, now, isolation)
           )
         ),
+      queueHealth: (now) =>
+        db.run((t) => {
+          let oldestDueAt: number | null = null
+          for (const queued of t.deliveryQueue.values())
+            if (oldestDueAt === null || queued.dueAt < oldestDueAt) oldestDueAt = queued.dueAt
+          let circuitsOpen = 0
+          for (const endpoint of t.webhooks.values())
+            if (endpoint.circuitOpenUntil !== null && endpoint.circuitOpenUntil > now) circuitsOpen++
+          return { pending: t.deliveryQueue.size, oldestDueAt, circuitsOpen }
+        }),
       findInWebhook: (webhookId, id) =>
         db.run((t) =>
           Option.fromNullable(t.deliveries.get(id)).pipe(

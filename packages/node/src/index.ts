@@ -5,5 +5,6 @@
  * "@intake/node/internal", outside semantic versioning.
  */
 export { jsonLineLogger, LOG_LEVELS, type LogLevelName, loggingLayer, logLevelConfig } from "./logging.js"
+export * from "./metrics.js"
 export * from "./platform.js"
 export * from "./receiver-client.js"

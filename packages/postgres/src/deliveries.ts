@@ -358,6 +358,20 @@ export const PgDeliveryRepository = Layer.effect(
         Effect.map(backlogs("deliveries.nextDueAt", now, null), (all) =>
           Option.fromNullable(DeliveryIsolation.earliestClaimableAt(all.list, now, isolation))
         ),
+      queueHealth: (now) =>
+        stored("deliveries.queueHealth")(
+          Effect.map(
+            sql<Row>`SELECT q.pending, q.oldest_due_at,
+                (SELECT count(*) FROM webhook_endpoints WHERE circuit_open_until > ${toDate(now)}) AS circuits_open
+              FROM (SELECT count(*) AS pending, min(due_at) AS oldest_due_at FROM deliveries
+                WHERE due_at IS NOT NULL) AS q`,
+            ([row]) => ({
+              pending: toNumber(row?.pending ?? 0),
+              oldestDueAt: toMillisOrNull(row?.oldest_due_at ?? null),
+              circuitsOpen: toNumber(row?.circuits_open ?? 0)
+            })
+          )
+        ),
       findInWebhook: (webhookId, id) =>
         stored("deliveries.findInWebhook")(
           Effect.map(

@@ -410,5 +410,16 @@ export const migrations: ReadonlyArray<Migration> = [
       // the endpoint's last send started, so that no second sees more starts than its limit.
       `ALTER TABLE webhook_pacing ADD COLUMN last_sent_at timestamptz(3)`
     ]
+  },
+  {
+    id: 15,
+    name: "events keep the request that raised them",
+    statements: [
+      // One id end to end (docs/rules.md, Request ids): a create writes its X-Request-Id on the
+      // events it raises, in the statement that appends them, and every delivery attempt's log
+      // line names it. NULL for events no request raised (a summary's release, a disable
+      // notice) and for those from before this migration; nullable, so nothing is rewritten.
+      `ALTER TABLE domain_events ADD COLUMN request_id text`
+    ]
   }
 ]

@@ -19,6 +19,7 @@
 
 import { SqlError } from "@effect/sql/SqlError"
 import * as PgClient from "@effect/sql-pg/PgClient"
+import { ConnectionPool } from "@intake/domain"
 import { Context, Duration, Effect, Layer, Redacted } from "effect"
 import { Pool, type PoolClient } from "pg"
 import { reconnectingListen } from "./listen.js"
@@ -157,7 +158,7 @@ export const layerPostgres = (config: PostgresConfig) =>
         })
       )
       // The pool is this layer's: PgClient borrows it, and the hot reads use it directly.
-      return Layer.merge(
+      return Layer.mergeAll(
         PgClient.layerFromPool({ acquire: Effect.succeed(pool) }).pipe(
           // LISTEN that comes back after its connection is lost (listen.ts), in place of the one
           // @effect/sql-pg keeps, which goes silent for good.
@@ -169,7 +170,10 @@ export const layerPostgres = (config: PostgresConfig) =>
             })
           )
         ),
-        Layer.succeed(PgReads, makePgReads(pool))
+        Layer.succeed(PgReads, makePgReads(pool)),
+        Layer.succeed(ConnectionPool, {
+          connections: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount })
+        })
       )
     })
   )

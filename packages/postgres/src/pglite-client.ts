@@ -22,6 +22,7 @@ import { SqlError } from "@effect/sql/SqlError"
 import * as Statement from "@effect/sql/Statement"
 import * as PgClient from "@effect/sql-pg/PgClient"
 import { PGlite, type Transaction, types } from "@electric-sql/pglite"
+import { ConnectionPool } from "@intake/domain"
 import { Context, Effect, Layer, type Scope, Stream } from "effect"
 import { type DataDirectoryLocked, type DataDirectoryUnusable, lockDataDirectory } from "./data-dir-lock.js"
 
@@ -218,6 +219,10 @@ export const makePgliteClient = (
 export const layerPglite = (options: PgliteClientOptions) =>
   Layer.scopedContext(
     Effect.map(makePgliteClient(options), (client) =>
-      Context.make(PgClient.PgClient, client).pipe(Context.add(SqlClient.SqlClient, client))
+      Context.make(PgClient.PgClient, client).pipe(
+        Context.add(SqlClient.SqlClient, client),
+        // One connection, in this process; what waits for it waits in PGlite's own queue.
+        Context.add(ConnectionPool, { connections: () => ({ total: 1, idle: null, waiting: null }) })
+      )
     )
   ).pipe(Layer.provide(Reactivity.layer))

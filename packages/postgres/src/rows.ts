@@ -73,5 +73,6 @@ export const eventFromRow = (row: Row): DomainEvent => ({
   ...(row.disabled_reason === null || row.disabled_reason === undefined
     ? {}
     : { disabledReason: row.disabled_reason as NonNullable<DomainEvent["disabledReason"]> }),
+  ...(row.request_id === null || row.request_id === undefined ? {} : { requestId: row.request_id as string }),
   createdAt: toMillis(row.created_at)
 })

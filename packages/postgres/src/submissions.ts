@@ -422,6 +422,7 @@ const EVENT_COLUMNS = [
   "contact_id",
   "webhook_id",
   "disabled_reason",
+  "request_id",
   "created_at"
 ] as const
 
@@ -435,6 +436,7 @@ const eventValues = (e: DomainEvent): ReadonlyArray<unknown> => [
   e.contactId,
   e.webhookId ?? null,
   e.disabledReason ?? null,
+  e.requestId ?? null,
   toDate(e.createdAt)
 ]
 

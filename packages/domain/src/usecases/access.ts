@@ -198,13 +198,18 @@ export const makeAccessLayer = (overrides: Partial<AccessSettings> = {}) =>
       // While the limiter is down, one request at a time asks whether it is back (the probe).
       let probing = false
 
-      const openDecision = (limit: number, now: EpochMillis): RateLimitDecision => ({
-        allowed: true,
-        limit,
-        remaining: Math.max(0, limit - 1),
-        resetAt: now + RATE_LIMIT_WINDOW_MS,
-        retryAfterSeconds: 0
-      })
+      // Requests let through this way, for the operator's metrics (docs/operations.md).
+      let failedOpen = 0
+      const openDecision = (limit: number, now: EpochMillis): RateLimitDecision => {
+        failedOpen++
+        return {
+          allowed: true,
+          limit,
+          remaining: Math.max(0, limit - 1),
+          resetAt: now + RATE_LIMIT_WINDOW_MS,
+          retryAfterSeconds: 0
+        }
+      }
 
       /**
        * Asks the limiter (`ask`: a hit or a peek); when it fails or is slow, lets the request
@@ -312,7 +317,8 @@ export const makeAccessLayer = (overrides: Partial<AccessSettings> = {}) =>
             onLeft: (error) => Effect.fail(error),
             onRight: () => Effect.void
           }),
-        limiterFailingOpen: Effect.map(Clock.currentTimeMillis, (now) => limiterDown || now < openUntil)
+        limiterFailingOpen: Effect.map(Clock.currentTimeMillis, (now) => limiterDown || now < openUntil),
+        limiterFailedOpen: Effect.sync(() => failedOpen)
       }
     })
   )

@@ -388,7 +388,8 @@ export const DeliveriesLive = Layer.effect(
       sendBy: number
     ): Effect.Effect<PreparedAttempt, StorageUnavailable> =>
       Effect.gen(function* () {
-        const drop = (error: string): PreparedAttempt => ({ _tag: "Drop", delivery, error })
+        const event = sources?.event ?? null
+        const drop = (error: string): PreparedAttempt => ({ _tag: "Drop", delivery, error, event })
         const endpoint =
           sources === undefined
             ? Option.getOrNull(yield* repository.endpoint(delivery.webhookId))
@@ -402,7 +403,9 @@ export const DeliveriesLive = Layer.effect(
         const withheld = workspace === null ? "the workspace no longer exists" : deliveriesWithheld(workspace)
         if (withheld !== null) return drop(`not sent: ${withheld}`)
         return yield* payloadFromSources(delivery, sources).pipe(
-          Effect.map((payload): PreparedAttempt => ({ _tag: "Send", delivery, endpoint, payload, sendBy })),
+          Effect.map(
+            (payload): PreparedAttempt => ({ _tag: "Send", delivery, endpoint, payload, sendBy, event })
+          ),
           Effect.catchTag("SourceGone", (source) =>
             Effect.succeed(drop(`not sent: the ${source.what} no longer exists`))
           )
@@ -441,7 +444,12 @@ export const DeliveriesLive = Layer.effect(
 
     const attempt = (prepared: PreparedAttempt): Effect.Effect<AttemptMade, StorageUnavailable> =>
       prepared._tag === "Drop"
-        ? Effect.succeed({ _tag: "Dropped", delivery: prepared.delivery, error: prepared.error })
+        ? Effect.succeed({
+            _tag: "Dropped",
+            delivery: prepared.delivery,
+            error: prepared.error,
+            event: prepared.event ?? null
+          })
         : Effect.gen(function* () {
             const delivery = prepared.delivery
             // Past its send window the attempt could still run when its lease ends and another
@@ -464,7 +472,7 @@ export const DeliveriesLive = Layer.effect(
                   retryAfterMs: retryAfterMillis(result.retryAfter, finishedAt)
                 })
             const retry = delay === null ? null : { dueAt: finishedAt + delay, id: yield* ids.next("dlv") }
-            return { _tag: "Sent", delivery, result, retry, finishedAt }
+            return { _tag: "Sent", delivery, result, retry, finishedAt, event: prepared.event ?? null }
           })
 
     /** The retry of a failed attempt, queued when its endpoint is still active after the outcome. */
@@ -557,7 +565,12 @@ export const DeliveriesLive = Layer.effect(
                 message: "attempts given back unsent: their send window ended before they could start",
                 attempts: expired
               })
-            yield* Effect.forEach(outcome.right.finished, logAttempt, { discard: true })
+            const events = new Map(
+              made.map((m) => [m.delivery.id, m._tag === "Expired" ? null : (m.event ?? null)])
+            )
+            yield* Effect.forEach(outcome.right.finished, (d) => logAttempt(d, events.get(d.id) ?? null), {
+              discard: true
+            })
             return finished
           }
           const lost = new Set(outcome.left)
@@ -594,12 +607,16 @@ export const DeliveriesLive = Layer.effect(
     }
 
     /** One log line per attempt made or dropped: ids and outcome, never the secret or the payload. */
-    const logAttempt = (delivery: Delivery) =>
+    const logAttempt = (delivery: Delivery, event: DomainEvent | null = null) =>
       Effect.logInfo({
         message: "delivery attempt",
         deliveryId: delivery.id,
         webhookId: delivery.webhookId,
         eventId: delivery.eventId,
+        // The submission and the request that raised the event (docs/rules.md, Request ids); left
+        // undefined, the logger writes the id of the request this runs for (a test send's).
+        submissionId: event?.submissionId ?? null,
+        requestId: event?.requestId,
         eventType: delivery.eventType,
         attempt: delivery.attempt,
         trigger: delivery.trigger,
@@ -636,7 +653,7 @@ export const DeliveriesLive = Layer.effect(
         )
         yield* logDisabled(recorded.disabled)
         return finished
-      }).pipe(Effect.tap(logAttempt))
+      }).pipe(Effect.tap((finished) => logAttempt(finished)))
 
     return Deliveries.of({
       list: (workspaceId, webhookId, query) =>

@@ -21,6 +21,7 @@ import type {
   BotStatus,
   Delivery,
   DeliveryStatus,
+  DomainEvent,
   EpochMillis,
   IntakeBot,
   IntakeBotListItem,
@@ -100,6 +101,8 @@ export class Access extends Context.Tag("@intake/Access")<
      * failure, or its cool-down runs): what /readyz reports (docs/rules.md, Running).
      */
     readonly limiterFailingOpen: Effect.Effect<boolean>
+    /** How many requests were let through because the limiter failed, since start (a metric). */
+    readonly limiterFailedOpen: Effect.Effect<number>
   }
 >() {}
 
@@ -200,6 +203,13 @@ export interface NewSubmission {
   readonly isTest?: boolean
   /** Only the operator interface (the conversational collector) passes messages. */
   readonly messages?: ReadonlyArray<{ readonly role: MessageRole; readonly content: string }>
+  /** The request's id, kept on the events it raises (docs/rules.md, Request ids). */
+  readonly requestId?: string
+}
+
+/** A stored submission, and the id of the submission.completed event it raised, if it did. */
+export interface CreatedSubmission extends SubmissionDetail {
+  readonly completedEventId: string | null
 }
 
 export class Submissions extends Context.Tag("@intake/Submissions")<
@@ -227,7 +237,7 @@ export class Submissions extends Context.Tag("@intake/Submissions")<
       intakeBotId: string,
       input: NewSubmission
     ) => Effect.Effect<
-      SubmissionDetail,
+      CreatedSubmission,
       Fails<ResourceNotFound | ValidationFailed | Conflict | PlanLimitExceeded>
     >
     /** Operator interface: any workspace's bot. */
@@ -326,8 +336,15 @@ export type PreparedAttempt =
       readonly payload: WebhookPayload
       /** The latest it may start (DeliverySettings.sendWindowMs after its claim); later it is given back. */
       readonly sendBy: EpochMillis
+      /** The event it delivers, when read with it: its log line names its submission and request. */
+      readonly event?: DomainEvent | null
     }
-  | { readonly _tag: "Drop"; readonly delivery: Delivery; readonly error: string }
+  | {
+      readonly _tag: "Drop"
+      readonly delivery: Delivery
+      readonly error: string
+      readonly event?: DomainEvent | null
+    }
 
 /** What one send did, before it is written down. */
 export interface SendResult {
@@ -351,8 +368,14 @@ export type AttemptMade =
       /** When its retry is due and its id, if it failed; the retry is queued only if the endpoint stays active. */
       readonly retry: { readonly dueAt: number; readonly id: string } | null
       readonly finishedAt: number
+      readonly event?: DomainEvent | null
     }
-  | { readonly _tag: "Dropped"; readonly delivery: Delivery; readonly error: string }
+  | {
+      readonly _tag: "Dropped"
+      readonly delivery: Delivery
+      readonly error: string
+      readonly event?: DomainEvent | null
+    }
   /** Not started within its send window (a frozen process, a rate limit's wait): its claim is given back. */
   | { readonly _tag: "Expired"; readonly delivery: Delivery }
 

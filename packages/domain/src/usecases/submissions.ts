@@ -24,8 +24,7 @@ import {
   type IntakeBot,
   type Message,
   MessageRole,
-  type Submission,
-  type SubmissionDetail
+  type Submission
 } from "../models.js"
 import { isEmptyValue, ownValue, type SubmissionData, validateData } from "../policies/field-values.js"
 import { periodOf } from "../policies/period.js"
@@ -51,7 +50,7 @@ import { pendingAttemptsFor, skippedAttemptsFor } from "./deliveries.js"
 import { IntakeBotCache, IntakeBotCacheLive } from "./intake-bot-cache.js"
 import { lastInUnitOfWork } from "./last-steps.js"
 import { listed, pageRequest } from "./lists.js"
-import { type NewSubmission, Submissions } from "./services.js"
+import { type CreatedSubmission, type NewSubmission, Submissions } from "./services.js"
 import { SummarySettings } from "./summary-settings.js"
 
 export const MAX_MESSAGES = 1_000
@@ -222,12 +221,14 @@ export const SubmissionsLive = Layer.effect(
             intakeBotId: bot.id,
             submissionId: id,
             contactId: contact?.id ?? null,
+            ...(input.requestId === undefined ? {} : { requestId: input.requestId }),
             createdAt: now
           })
           const events =
             contact === null
               ? [event("submission.completed")]
               : [event("submission.completed"), event("contact.created")]
+          completedEventId = events[0]!.id
           const deliveries = withheld ? [] : pendingAttemptsFor(events, activeEndpoints, now, ids)
           // With a model summarizer, submission.completed waits for its summary, at most the set wait.
           const held = modelSummaries
@@ -256,6 +257,8 @@ export const SubmissionsLive = Layer.effect(
               )
         }
 
+        // Set as recordCompletion builds the events (synchronously, below).
+        let completedEventId: string | null = null
         const recorded =
           status === "COMPLETED"
             ? recordCompletion(
@@ -300,7 +303,7 @@ export const SubmissionsLive = Layer.effect(
             Effect.as(modelSummaries ? Effect.zipRight(withSummaryJob(queued), stored) : stored, queued)
           )
         )
-        const detail: SubmissionDetail = { ...submission, messages }
+        const detail: CreatedSubmission = { ...submission, messages, completedEventId }
         return Effect.flatMap(unit, (queued) => {
           // Held attempts are not due yet: the summary job wakes the dispatchers when it lets them go.
           const notified = queued.sentAtOnce > 0 ? wakeups.notify : Effect.void

@@ -32,8 +32,13 @@ export const contactRepositoryContract = (
     const eventsFor = (candidate: Contact) => {
       const submission = submissionRecord(intakeBotRecord(candidate.workspaceId))
       return {
-        completed: domainEventRecord(submission, { contactId: candidate.id }),
-        created: domainEventRecord(submission, { type: "contact.created", contactId: candidate.id })
+        // Raised by a request: its id is stored with each event (docs/rules.md, Request ids).
+        completed: domainEventRecord(submission, { contactId: candidate.id, requestId: "client-trace.7" }),
+        created: domainEventRecord(submission, {
+          type: "contact.created",
+          contactId: candidate.id,
+          requestId: "client-trace.7"
+        })
       }
     }
 

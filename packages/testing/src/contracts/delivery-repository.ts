@@ -56,6 +56,24 @@ export const deliveryRepositoryContract = (name: string, theLayer: Layer.Layer<P
         expect(yield* repo.nextDueAt(5_000)).toEqual(Option.some(10_000))
       }))
 
+    test("the queue's health: pending attempts, the earliest due time, the circuits open now", () =>
+      Effect.gen(function* () {
+        const repo = yield* DeliveryRepository
+        expect(yield* repo.queueHealth(1_000)).toEqual({ pending: 0, oldestDueAt: null, circuitsOpen: 0 })
+        const endpoint = yield* givenEndpoint()
+        yield* givenEndpoint({ consecutiveFails: 3, circuitOpenUntil: 5_000 })
+        yield* givenEndpoint({ consecutiveFails: 3, circuitOpenUntil: 500 })
+        const [due, later, finished] = [1, 2, 3].map(() => aDelivery({ webhookId: endpoint.id }))
+        yield* repo.enqueue([later!], 9_000)
+        yield* repo.enqueue([due!, finished!], 1_500)
+        // A claimed attempt is still pending; a finished one is not.
+        expect(ids(yield* repo.claimDue(1_500, 10, LEASE, "t"))).toEqual(ids([due!, finished!]))
+        const done = { ...finished!, status: "succeeded" as const, responseStatus: 200 }
+        expect(yield* repo.complete(done, "t", null)).toBe(true)
+        expect(yield* repo.queueHealth(2_000)).toEqual({ pending: 2, oldestDueAt: 1_500, circuitsOpen: 1 })
+        expect(yield* repo.queueHealth(6_000)).toEqual({ pending: 2, oldestDueAt: 1_500, circuitsOpen: 0 })
+      }))
+
     test("advancing makes held attempts due sooner, never later, and leaves finished ones alone", () =>
       Effect.gen(function* () {
         const repo = yield* DeliveryRepository

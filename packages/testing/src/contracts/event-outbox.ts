@@ -28,11 +28,11 @@ export const eventOutboxContract = (
       return submission
     })
 
-    it.effect("appended events are found by id", () =>
+    it.effect("appended events are found by id, with the request that raised them", () =>
       Effect.gen(function* () {
         const outbox = yield* EventOutbox
         const submission = yield* givenSubmission
-        const completed = domainEventRecord(submission)
+        const completed = domainEventRecord(submission, { requestId: "req_0123abcd" })
         const created = domainEventRecord(submission, { type: "contact.created", contactId: uniqueId("con") })
         yield* outbox.append([completed, created])
         expect(yield* outbox.findById(completed.id)).toEqual(Option.some(completed))
@@ -47,13 +47,14 @@ export const eventOutboxContract = (
         const outbox = yield* EventOutbox
         const deliveries = yield* DeliveryRepository
         const submission = yield* givenSubmission
-        const completed = domainEventRecord(submission)
+        const completed = domainEventRecord(submission, { requestId: "client-trace.1" })
         const created = domainEventRecord(submission, { type: "contact.created", contactId: uniqueId("con") })
         const webhookId = uniqueId("wh")
         const attempts = [completed, created].map((event) =>
           aDelivery({ webhookId, eventId: event.id, eventType: event.type, createdAt: submission.createdAt })
         )
         yield* outbox.append([completed, created], { deliveries: attempts, dueAt: submission.createdAt })
+        expect(yield* outbox.findById(completed.id)).toEqual(Option.some(completed))
         expect(yield* outbox.findById(created.id)).toEqual(Option.some(created))
         expect(yield* deliveries.attemptsOf(webhookId, completed.id)).toEqual([attempts[0]])
         expect(yield* deliveries.attemptsOf(webhookId, created.id)).toEqual([attempts[1]])

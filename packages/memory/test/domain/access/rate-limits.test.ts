@@ -119,8 +119,9 @@ describe("rate limits fail open", () => {
         const during = yield* access.limitKey(principal)
         expect(during).toMatchObject({ allowed: true, limit: 100, retryAfterSeconds: 0 })
         expect(yield* control.calls).toBe(1)
-        // What /readyz reports.
+        // What /readyz reports, and the count of requests let through (the metrics).
         expect(yield* access.limiterFailingOpen).toBe(true)
+        expect(yield* access.limiterFailedOpen).toBe(1)
 
         // Within the cool-down the limiter is not asked, even though it works again.
         yield* control.setMode("answer")
@@ -129,12 +130,15 @@ describe("rate limits fail open", () => {
         expect((yield* access.limitAnonymous("203.0.113.7")).allowed).toBe(true)
         expect(yield* control.calls).toBe(1)
         expect(yield* access.limiterFailingOpen).toBe(true)
+        expect(yield* access.limiterFailedOpen).toBe(3)
 
         // Afterwards it is asked and answers for real.
         yield* TestClock.adjust(1)
         expect(yield* access.limitKey(principal)).toMatchObject({ allowed: true, remaining: 99 })
         expect(yield* control.calls).toBe(2)
         expect(yield* access.limiterFailingOpen).toBe(false)
+        // Enforced again: the count stays.
+        expect(yield* access.limiterFailedOpen).toBe(3)
       }).pipe(Effect.provide(accessTestLayer({ rateLimiter: ControlledRateLimiter })))
   )
 

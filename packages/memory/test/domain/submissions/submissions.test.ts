@@ -1,6 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import {
   ContactRepository,
+  EventOutbox,
   type FieldType,
   IntakeBots,
   IntakeBotsLive,
@@ -12,7 +13,7 @@ import {
   UsageCounters
 } from "@intake/domain"
 import { everyFieldTypeSchema, requiredOnlyData, validSubmissionData, valuesByType } from "@intake/testing"
-import { Effect, Either, Layer, TestClock } from "effect"
+import { Effect, Either, Layer, Option, TestClock } from "effect"
 import { givenBot, givenWorkspace, memoryPorts, submissionsArea, writtenFor } from "./setup.js"
 
 const T0 = Date.UTC(2026, 10, 21, 10, 0, 0)
@@ -42,7 +43,35 @@ describe("creating submissions", () => {
         created.aiSummary.startsWith("Name: Ada Lovelace; Email: ada@example.com; Phone: +44 20 7946 0958")
       ).toBe(true)
       expect(created.aiSummary.length).toBeLessThanOrEqual(280)
-      expect(yield* submissions.get(workspace.id, bot.id, created.id)).toEqual(created)
+      const { completedEventId: _, ...stored } = created
+      expect(yield* submissions.get(workspace.id, bot.id, created.id)).toEqual(stored)
+    }).pipe(Effect.provide(submissionsArea()))
+  )
+
+  it.effect("keeps the request's id on the events a create raises, and names its submission.completed", () =>
+    Effect.gen(function* () {
+      const workspace = yield* givenWorkspace()
+      const bot = yield* givenBot(workspace.id)
+      const submissions = yield* Submissions
+      const created = yield* submissions.create(workspace.id, bot.id, {
+        data: validSubmissionData(),
+        requestId: "client-trace.9"
+      })
+      const event = yield* (yield* EventOutbox).findById(created.completedEventId!)
+      expect(Option.getOrThrow(event)).toMatchObject({
+        type: "submission.completed",
+        submissionId: created.id,
+        requestId: "client-trace.9"
+      })
+      // Without a request (the operator's collector passes none), the events name none.
+      const quiet = yield* submissions.create(workspace.id, bot.id, { data: validSubmissionData() })
+      const quietEvent = Option.getOrThrow(yield* (yield* EventOutbox).findById(quiet.completedEventId!))
+      expect(quietEvent.requestId).toBeUndefined()
+      // An IN_PROGRESS submission raises no event.
+      expect(
+        (yield* submissions.create(workspace.id, bot.id, { data: {}, status: "IN_PROGRESS" }))
+          .completedEventId
+      ).toBeNull()
     }).pipe(Effect.provide(submissionsArea()))
   )
 
