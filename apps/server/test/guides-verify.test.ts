@@ -126,7 +126,11 @@ interface Receiver {
  * A snippet run as the guide says (`WEBHOOK_SECRET`, `PORT`), stopped with the scope. Ready
  * once it answers; its first answer, to a request without a signature, must be 401.
  */
-const processReceiver = (name: string, command: string, args: ReadonlyArray<string>): Receiver => ({
+const processReceiver = (
+  name: string,
+  command: string,
+  args: ReadonlyArray<string> | ((port: number) => ReadonlyArray<string>)
+): Receiver => ({
   name,
   start: (secret) =>
     Effect.gen(function* () {
@@ -134,7 +138,7 @@ const processReceiver = (name: string, command: string, args: ReadonlyArray<stri
       const output = { stdout: "", stderr: "" }
       yield* Effect.acquireRelease(
         Effect.sync(() => {
-          const child = spawn(command, args, {
+          const child = spawn(command, typeof args === "function" ? args(port) : args, {
             cwd: verifyDir,
             // No __pycache__ left in docs/guides/verify by a test run.
             env: { ...process.env, WEBHOOK_SECRET: secret, PORT: String(port), PYTHONDONTWRITEBYTECODE: "1" }
@@ -279,6 +283,66 @@ const deliverToEach = (receivers: ReadonlyArray<Receiver>) =>
     }
   })
 
+/** Under CI every receiver runs: a missing framework or toolchain fails its test (.ci/run installs them). */
+const underCi = process.env.CI === "true"
+
+/**
+ * The first Python that has `modules`, and their versions: python3 on the PATH, else the
+ * system's. A python3 on the PATH may be another interpreter (pyenv, a virtualenv) that does
+ * not see the Debian packages .ci/run installs.
+ */
+const pythonWith = (modules: ReadonlyArray<string>) => {
+  const probe = [
+    "import importlib.metadata, importlib.util, sys",
+    "if any(importlib.util.find_spec(m) is None for m in sys.argv[1:]): sys.exit(1)",
+    "print(', '.join(m + ' ' + importlib.metadata.version(m) for m in sys.argv[1:]))"
+  ].join("\n")
+  for (const python of ["python3", "/usr/bin/python3"]) {
+    try {
+      const versions = execFileSync(python, ["-c", probe, ...modules], { encoding: "utf8" }).trim()
+      return { python, versions }
+    } catch {
+      // Not this interpreter: the next one.
+    }
+  }
+  return undefined
+}
+
+/**
+ * A Python receiver on a framework, run as its docstring says (`flask --app ... run`,
+ * `uvicorn receiver_fastapi:app`) through `python -m`, on 127.0.0.1 and the test's port.
+ */
+interface PythonFramework {
+  readonly name: string
+  readonly file: string
+  /** The Debian packages that provide it. */
+  readonly packages: string
+  readonly found: { readonly python: string; readonly versions: string } | undefined
+  readonly args: (port: number) => ReadonlyArray<string>
+}
+
+/** `flask run` and uvicorn take the same options for where to listen. */
+const onLoopback = (port: number) => ["--host", "127.0.0.1", "--port", String(port)]
+
+const pythonFrameworks: ReadonlyArray<PythonFramework> = [
+  {
+    name: "Flask (its development server)",
+    file: "receiver_flask.py",
+    packages: "python3-flask",
+    found: pythonWith(["flask"]),
+    args: (port) => ["-m", "flask", "--app", "receiver_flask", "run", ...onLoopback(port)]
+  },
+  {
+    name: "FastAPI (on uvicorn)",
+    file: "receiver_fastapi.py",
+    packages: "python3-fastapi python3-uvicorn",
+    found: pythonWith(["fastapi", "uvicorn"]),
+    args: (port) => ["-m", "uvicorn", "receiver_fastapi:app", ...onLoopback(port)]
+  }
+]
+const frameworksRun = pythonFrameworks.filter((framework) => underCi || framework.found !== undefined)
+const frameworksCompiled = pythonFrameworks.filter((framework) => !frameworksRun.includes(framework))
+
 /** `go` on the PATH, or undefined. */
 const goVersion = (() => {
   try {
@@ -307,24 +371,52 @@ layer(realServer({ allowPrivateNetworks: true, dispatcherPollMs: 100 }), { exclu
       60_000
     )
 
-    it.effect(
-      "Flask and FastAPI receivers: syntax only (compiled by python3, not run: neither package is installed for the tests); they share verify_webhook.py, run for real above",
-      () =>
-        Effect.gen(function* () {
-          const files = ["receiver_flask.py", "receiver_fastapi.py", "verify_webhook.py"]
-          // compile() without writing bytecode into docs/guides/verify.
-          const script =
-            "import sys\nfor f in sys.argv[1:]:\n    compile(open(f, encoding='utf-8').read(), f, 'exec')\n"
-          yield* runInVerifyDir("python3", ["-c", script, ...files])
-        })
-    )
+    if (frameworksRun.length > 0) {
+      it.scoped(
+        `Python on ${frameworksRun.map((framework) => framework.name).join(" and ")}: real deliveries as above (${frameworksRun.map((framework) => framework.found?.versions ?? `${framework.packages} not installed`).join("; ")})`,
+        () =>
+          Effect.gen(function* () {
+            const missing = frameworksRun.filter((framework) => framework.found === undefined)
+            if (missing.length > 0) {
+              const packages = missing.map((framework) => framework.packages).join(" ")
+              return yield* Effect.dieMessage(
+                `${packages} not installed (no python3 imports them); CI needs them: apt-get install ${packages}`
+              )
+            }
+            // Started together (deliverToEach starts every receiver at once): each takes a while to import.
+            yield* deliverToEach(
+              frameworksRun.flatMap(({ name, found, args }) =>
+                found === undefined ? [] : [processReceiver(name, found.python, args)]
+              )
+            )
+          }),
+        60_000
+      )
+    }
 
-    it.scoped.skipIf(goVersion === undefined)(
+    if (frameworksCompiled.length > 0) {
+      const files = frameworksCompiled.map((framework) => framework.file)
+      it.effect(
+        `${files.join(", ")}: syntax only (compiled by python3, not run: ${frameworksCompiled.map((framework) => framework.packages).join(" ")} not installed here; CI runs them); they share verify_webhook.py, run for real above`,
+        () =>
+          Effect.gen(function* () {
+            // compile() without writing bytecode into docs/guides/verify.
+            const script =
+              "import sys\nfor f in sys.argv[1:]:\n    compile(open(f, encoding='utf-8').read(), f, 'exec')\n"
+            yield* runInVerifyDir("python3", ["-c", script, ...files, "verify_webhook.py"])
+          })
+      )
+    }
+
+    it.scoped.skipIf(goVersion === undefined && !underCi)(
       goVersion === undefined
-        ? "Go (net/http): go vet, go build, real deliveries as above (skipped: no go on this machine's PATH)"
+        ? `Go (net/http): go vet, go build, real deliveries as above (${underCi ? "no go on the PATH: CI needs it" : "skipped: no go on this machine's PATH"})`
         : `Go (net/http): go vet, go build, real deliveries as above (${goVersion})`,
       () =>
         Effect.gen(function* () {
+          if (goVersion === undefined) {
+            return yield* Effect.dieMessage("no go on the PATH; CI needs it: apt-get install golang-go")
+          }
           const buildDir = yield* Effect.acquireRelease(
             Effect.sync(() => mkdtempSync(join(tmpdir(), "intake-go-receiver-"))),
             (dir) => Effect.sync(() => rmSync(dir, { recursive: true, force: true }))

@@ -1,5 +1,9 @@
 """A receiver on FastAPI. await request.body() is the raw body: declare no model parameter,
-which would parse (and re-serialize) it before you could verify it."""
+which would parse (and re-serialize) it before you could verify it.
+
+Run it on an ASGI server, uvicorn for instance:
+WEBHOOK_SECRET=whsec_... uvicorn receiver_fastapi:app --port 4000
+"""
 import os
 
 from fastapi import FastAPI, Request, Response

@@ -1,4 +1,7 @@
-"""A receiver on Flask. request.get_data() is the raw body; request.json would parse it first."""
+"""A receiver on Flask. request.get_data() is the raw body; request.json would parse it first.
+
+Run: WEBHOOK_SECRET=whsec_... flask --app receiver_flask run --port 4000
+"""
 import os
 
 from flask import Flask, request
