@@ -8,6 +8,7 @@ import {
   type DispatchSources,
   EndpointHealth,
   EventPayloads,
+  type FinishedAttempt,
   noDeliveryFilter,
   Paging,
   type WebhookEndpoint
@@ -74,6 +75,16 @@ export const enqueueIn = (t: Tables, write: Writer, deliveries: ReadonlyArray<De
   }
 }
 
+/** Replaces a claimed attempt by its finished record and queues the attempt that follows it, if any. */
+const writeFinished = (t: Tables, write: Writer, { finished, next }: FinishedAttempt) => {
+  write.remove(t.deliveryQueue, finished.id)
+  write.set(t.deliveries, finished.id, finished)
+  if (next !== null) {
+    write.set(t.deliveries, next.delivery.id, next.delivery)
+    write.set(t.deliveryQueue, next.delivery.id, { dueAt: next.dueAt, leaseUntil: null, claimToken: null })
+  }
+}
+
 /** An attempt as the log shows it: a pending one with its due time as `nextRetryAt`. */
 const asLogged = (t: Tables, delivery: Delivery): Delivery => {
   const queued = delivery.status === "pending" ? t.deliveryQueue.get(delivery.id) : undefined
@@ -127,16 +138,7 @@ export const MemoryDeliveryRepository = Layer.effect(
       complete: (finished, claimToken, next) =>
         db.run((t, write) => {
           if (t.deliveryQueue.get(finished.id)?.claimToken !== claimToken) return false
-          write.remove(t.deliveryQueue, finished.id)
-          write.set(t.deliveries, finished.id, finished)
-          if (next !== null) {
-            write.set(t.deliveries, next.delivery.id, next.delivery)
-            write.set(t.deliveryQueue, next.delivery.id, {
-              dueAt: next.dueAt,
-              leaseUntil: null,
-              claimToken: null
-            })
-          }
+          writeFinished(t, write, { finished, next })
           return true
         }),
       completeMany: (attempts, claimToken) =>
@@ -145,18 +147,7 @@ export const MemoryDeliveryRepository = Layer.effect(
             .filter(({ finished }) => t.deliveryQueue.get(finished.id)?.claimToken !== claimToken)
             .map(({ finished }) => finished.id)
           if (lost.length > 0) return lost
-          for (const { finished, next } of attempts) {
-            write.remove(t.deliveryQueue, finished.id)
-            write.set(t.deliveries, finished.id, finished)
-            if (next !== null) {
-              write.set(t.deliveries, next.delivery.id, next.delivery)
-              write.set(t.deliveryQueue, next.delivery.id, {
-                dueAt: next.dueAt,
-                leaseUntil: null,
-                claimToken: null
-              })
-            }
-          }
+          for (const attempt of attempts) writeFinished(t, write, attempt)
           return []
         }),
       dispatchSources: (deliveries) =>
