@@ -71,6 +71,34 @@ withRedis("server with REDIS_URL", () => {
   )
 
   it.scopedLive(
+    "a refused password (WRONGPASS) is a configuration fault, not an outage: /readyz names it, the log has one error",
+    () =>
+      Effect.gen(function* () {
+        const lines: Array<string> = []
+        const wrong = new URL(redisUrl)
+        wrong.username = "intake-test-nobody"
+        wrong.password = "not-the-password"
+        const server = serverOnRedis(wrong.href).pipe(Layer.provide(capturingLogs(lines)))
+        const baseUrl = yield* Effect.provide(BaseUrl, yield* Layer.build(server))
+        const tenant = yield* provision(baseUrl)
+        expect((yield* call(baseUrl, "GET", "/v1/intake-bots", { key: tenant.key })).status).toBe(200)
+        const ready = yield* call(baseUrl, "GET", "/readyz")
+        expect(ready.status).toBe(200)
+        expect(dataOf(ready)).toMatchObject({
+          redis: "misconfigured",
+          redis_fault: { code: "WRONGPASS", reason: expect.stringContaining("REDIS_URL") },
+          rate_limiter: "failing_open"
+        })
+        const faults = logLinesMatching(lines, /Redis configuration fault/)
+        expect(faults).toHaveLength(1)
+        expect(faults[0]).toMatchObject({ level: "error" })
+        // The password is in neither the log nor the answer.
+        expect(lines.join("\n")).not.toContain("not-the-password")
+        expect(JSON.stringify(dataOf(ready))).not.toContain("not-the-password")
+      })
+  )
+
+  it.scopedLive(
     "/readyz reports Redis and stays 200 while it is down (the limiter fails open and requests are served), then reports it back",
     () =>
       Effect.gen(function* () {
