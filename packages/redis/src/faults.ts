@@ -58,6 +58,8 @@ export interface RedisFaults {
   readonly record: (error: unknown) => Effect.Effect<void>
   /** The last fault, while it is less than a minute old. */
   readonly recent: Effect.Effect<Option.Option<RedisFault>>
+  /** Faults recorded since the process started, however old: for a metrics counter. */
+  readonly total: Effect.Effect<number>
 }
 
 export const makeRedisFaults = (): RedisFaults => {
@@ -84,6 +86,7 @@ export const makeRedisFaults = (): RedisFaults => {
       }),
     recent: Effect.map(Clock.currentTimeMillis, (now) =>
       last !== undefined && now - last.lastAt < FAULT_WINDOW_MS ? Option.some(last) : Option.none()
-    )
+    ),
+    total: Effect.sync(() => last?.count ?? 0)
   }
 }

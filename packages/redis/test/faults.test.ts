@@ -65,5 +65,7 @@ it.effect(
 
       yield* TestClock.adjust("60 seconds")
       expect(yield* faults.recent).toEqual(Option.none())
+      // The count outlives the minute: a metrics counter reads it.
+      expect(yield* faults.total).toBe(5)
     })
 )
