@@ -66,7 +66,9 @@ const state = (up: boolean) => (up ? "ok" : "unavailable")
  * reported and never decides (docs/rules.md, Running): the limiter fails open by contract,
  * and one shared Redis going down must not take every instance out of a load balancer's
  * rotation. `rate_limiter` says whether limits are enforced now or failing open (the
- * limiter failed and cools down, or its store does not answer). The database is asked
+ * limiter failed and cools down, or its store does not answer, or answers with a
+ * configuration fault: then the service reads `misconfigured` and `<name>_fault` says what
+ * to fix, docs/choices.md, Redis faults). The database is asked
  * through DatabaseState, which logs a change of its answer once, whether this request or
  * the watcher saw it first.
  */
@@ -74,10 +76,18 @@ const ready = Effect.gen(function* () {
   const database = yield* (yield* DatabaseState).check
   const readiness = yield* Effect.serviceOption(Readiness)
   const shared = Option.isSome(readiness) ? yield* readiness.value.check : {}
-  const failingOpen = (yield* (yield* Access).limiterFailingOpen) || Object.values(shared).some((up) => !up)
+  const faults = Option.isSome(readiness) ? yield* readiness.value.faults : {}
+  const failingOpen =
+    (yield* (yield* Access).limiterFailingOpen) ||
+    Object.values(shared).some((up) => !up) ||
+    Object.keys(faults).length > 0
   const services = {
     database: state(database),
-    ...Object.fromEntries(Object.entries(shared).map(([name, up]) => [name, state(up)])),
+    ...Object.fromEntries(
+      Object.entries(shared).map(([name, up]) => [name, name in faults ? "misconfigured" : state(up)])
+    ),
+    // A service that answers wrongly is named with what to fix (docs/choices.md, Redis faults).
+    ...Object.fromEntries(Object.entries(faults).map(([name, fault]) => [`${name}_fault`, fault])),
     rate_limiter: failingOpen ? "failing_open" : "enforcing"
   }
   if (database) return json({ success: true, data: { status: "ok", ...services } }, 200)

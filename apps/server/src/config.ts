@@ -21,6 +21,8 @@ export interface ServerConfig {
   readonly databaseUrl: Option.Option<Redacted.Redacted>
   readonly dataDir: string
   readonly redisUrl: Option.Option<Redacted.Redacted>
+  /** REDIS_CLUSTER_NODES: host:port of Redis Cluster nodes, instead of REDIS_URL (empty: none). */
+  readonly redisClusterNodes: ReadonlyArray<string>
   /** REDIS_KEY_PREFIX: before every Redis key and channel, so deployments can share one Redis. */
   readonly redisKeyPrefix: string
   readonly adminToken: Option.Option<Redacted.Redacted>
@@ -159,11 +161,29 @@ const optionalSecret = (name: string) =>
     Config.map(Option.filter((value) => Redacted.value(value).trim() !== ""))
   )
 
-export const serverConfig: Config.Config<ServerConfig> = Config.all({
+/** "host:port,host:port": some nodes of a Redis Cluster (the client learns the rest). */
+const clusterNodes = Config.string("REDIS_CLUSTER_NODES").pipe(
+  Config.withDefault(""),
+  Config.mapOrFail((text) => {
+    const nodes = text
+      .split(",")
+      .map((node) => node.trim())
+      .filter((node) => node !== "")
+    const wrong = nodes.find((node) => !/^[^\s:/]+:\d{1,5}$|^\[[0-9a-fA-F:]+\]:\d{1,5}$/.test(node))
+    return wrong === undefined
+      ? Either.right(nodes)
+      : Either.left(
+          ConfigError.InvalidData(["REDIS_CLUSTER_NODES"], `expected host:port,host:port,…, got "${wrong}"`)
+        )
+  })
+)
+
+const settings = Config.all({
   port: Config.port("PORT").pipe(Config.withDefault(3000)),
   databaseUrl: optionalSecret("DATABASE_URL"),
   dataDir: Config.string("INTAKE_DATA_DIR").pipe(Config.withDefault(".data")),
   redisUrl: optionalSecret("REDIS_URL"),
+  redisClusterNodes: clusterNodes,
   redisKeyPrefix: Config.string("REDIS_KEY_PREFIX").pipe(Config.withDefault("intake:")),
   adminToken: optionalSecret("INTAKE_ADMIN_TOKEN"),
   metricsToken: metricsTokenConfig,
@@ -195,6 +215,19 @@ export const serverConfig: Config.Config<ServerConfig> = Config.all({
   summarizer: summarizerConfig,
   demo: Config.option(Config.boolean("INTAKE_DEMO"))
 })
+
+export const serverConfig: Config.Config<ServerConfig> = settings.pipe(
+  Config.mapOrFail((config) =>
+    Option.isSome(config.redisUrl) && config.redisClusterNodes.length > 0
+      ? Either.left(
+          ConfigError.InvalidData(
+            ["REDIS_CLUSTER_NODES"],
+            "set either REDIS_URL (one Redis) or REDIS_CLUSTER_NODES (a Redis Cluster), not both"
+          )
+        )
+      : Either.right(config)
+  )
+)
 
 /** One line naming the variable and what is wrong with it. */
 export const describeConfigError = (error: ConfigError.ConfigError): string => {

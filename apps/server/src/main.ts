@@ -28,6 +28,7 @@ const program = Effect.gen(function* () {
     {
       webhookAllowPrivateNetworks: config.webhookAllowPrivateNetworks,
       redisUrl: config.redisUrl,
+      redisClusterNodes: config.redisClusterNodes,
       redisKeyPrefix: config.redisKeyPrefix,
       access: { keyCacheTtlMs: Duration.toMillis(config.keyCacheTtl) },
       webhookRetrySchedule: config.webhookRetrySchedule.map(Duration.toMillis),
@@ -54,7 +55,12 @@ const program = Effect.gen(function* () {
     const { port } = yield* ListeningServer
     const baseUrl = `http://localhost:${port}`
     const store = yield* StoreStatus
-    const limits = Option.isSome(config.redisUrl) ? "rate limits on Redis" : "in-process rate limits"
+    const limits =
+      config.redisClusterNodes.length > 0
+        ? "rate limits on Redis Cluster"
+        : Option.isSome(config.redisUrl)
+          ? "rate limits on Redis"
+          : "in-process rate limits"
     // The model and the server's address, never the key.
     const summaries = Option.match(
       config.summarizer.kind === "openai" ? config.summarizer.model : Option.none(),

@@ -2,9 +2,9 @@
  * The runtimes: every use case over one set of adapters, with the webhook settings of
  * the configuration, and the webhook dispatcher running in-process (unless turned off).
  * `pnpm start` runs on PostgreSQL when DATABASE_URL is set, else on PGlite under
- * INTAKE_DATA_DIR; the in-memory runtime serves the HTTP tests. With a Redis URL, rate
- * limits and key-cache invalidation go through Redis, so they hold across instances;
- * otherwise they stay in-process.
+ * INTAKE_DATA_DIR; the in-memory runtime serves the HTTP tests. With a Redis URL (or a
+ * Redis Cluster's nodes), rate limits and key-cache invalidation go through Redis, so they
+ * hold across instances; otherwise they stay in-process.
  */
 import * as Path from "node:path"
 import type { SqlClient } from "@effect/sql"
@@ -41,6 +41,8 @@ export interface RuntimeOptions {
   readonly webhookAllowPrivateNetworks: boolean
   /** REDIS_URL: the shared rate limiter and access invalidation; in-process ones without. */
   readonly redisUrl?: Option.Option<Redacted.Redacted>
+  /** REDIS_CLUSTER_NODES: the same on a Redis Cluster, in place of REDIS_URL (docs/choices.md, Redis Cluster). */
+  readonly redisClusterNodes?: ReadonlyArray<string>
   /** Before every Redis key and channel (default "intake:"). */
   readonly redisKeyPrefix?: string
   /** Access settings beyond the domain's defaults (e.g. the key cache TTL). */
@@ -64,27 +66,45 @@ export interface RuntimeOptions {
   readonly databaseQueryTimeout?: Duration.DurationInput
 }
 
+/** Where Redis is: one server's URL, or some nodes of a cluster. */
+export type RedisTarget =
+  | { readonly url: Redacted.Redacted }
+  | { readonly clusterNodes: ReadonlyArray<string> }
+
+/** The cluster's nodes when given, else the URL when given, else none. */
+export const redisTargetOf = (options: Pick<RuntimeOptions, "redisUrl" | "redisClusterNodes">) =>
+  options.redisClusterNodes !== undefined && options.redisClusterNodes.length > 0
+    ? Option.some<RedisTarget>({ clusterNodes: options.redisClusterNodes })
+    : Option.map(options.redisUrl ?? Option.none(), (url): RedisTarget => ({ url }))
+
 /**
  * Redis's RateLimiter and AccessInvalidation in place of those of `ports`, and a readiness
- * check that pings it; `ports` as they are without a URL.
+ * check that pings it and reports its configuration faults; `ports` as they are without Redis.
  */
 export const withSharedAccessState = <A, E, R>(
   ports: Layer.Layer<A, E, R>,
-  redisUrl: Option.Option<Redacted.Redacted>,
+  redis: Option.Option<RedisTarget>,
   keyPrefix?: string
 ) =>
-  Option.match(redisUrl, {
+  Option.match(redis, {
     onNone: () => ports,
-    onSome: (url) =>
+    onSome: (target) =>
       // The right side of a merge wins: Redis's services replace the in-process ones.
       Layer.merge(
         ports,
         Layer.effect(
           Readiness,
-          Effect.map(RedisConnection, ({ ping }) => readinessOf({ redis: ping }))
+          Effect.map(RedisConnection, ({ ping, faults }) =>
+            readinessOf({ redis: ping }, undefined, { redis: faults.recent })
+          )
         ).pipe(
           Layer.provideMerge(
-            RedisLive({ url: Redacted.value(url), ...(keyPrefix === undefined ? {} : { keyPrefix }) })
+            RedisLive({
+              ...("url" in target
+                ? { url: Redacted.value(target.url) }
+                : { url: "", clusterNodes: target.clusterNodes }),
+              ...(keyPrefix === undefined ? {} : { keyPrefix })
+            })
           )
         )
       )
@@ -118,7 +138,7 @@ const withUseCases = <ROut, E>(ports: Layer.Layer<ROut, E>, options: RuntimeOpti
             onNone: () => ports,
             onSome: ({ summarizer }) => Layer.merge(ports, summarizer)
           }),
-          options.redisUrl ?? Option.none(),
+          redisTargetOf(options),
           options.redisKeyPrefix
         ),
         WebhookSettings.layer({ allowPrivateNetworks: options.webhookAllowPrivateNetworks }),

@@ -37,6 +37,7 @@ export const environment = (extra: Record<string, string>) => {
   const own = [
     "DATABASE_URL",
     "REDIS_URL",
+    "REDIS_CLUSTER_NODES",
     "REDIS_KEY_PREFIX",
     "INTAKE_ADMIN_TOKEN",
     "INTAKE_KEY_CACHE_TTL",

@@ -6,6 +6,8 @@ import { expect, it } from "@effect/vitest"
 import {
   closedPort,
   median,
+  redisUrl,
+  scopedClient,
   scopedPrefix,
   startRedisProxy,
   uniquePrefix,
@@ -15,14 +17,14 @@ import { Effect, Layer, Option, Redacted } from "effect"
 import { embeddedRuntime } from "../src/runtime.js"
 import { BaseUrl, call, testServer } from "./harness.js"
 import { startServer, timedGet } from "./process.js"
-import { dataOf, provision } from "./support.js"
+import { capturingLogs, dataOf, logLinesMatching, provision } from "./support.js"
 
-const serverOnRedis = (url: string) =>
+const serverOnRedis = (url: string, keyPrefix = uniquePrefix()) =>
   testServer(
     embeddedRuntime({
       webhookAllowPrivateNetworks: false,
       redisUrl: Option.some(Redacted.make(url)),
-      redisKeyPrefix: uniquePrefix()
+      redisKeyPrefix: keyPrefix
     })
   )
 
@@ -36,6 +38,66 @@ const limitHeaders = (headers: Headers) => ({
 })
 
 withRedis("server with REDIS_URL", () => {
+  it.scopedLive(
+    "a rate-limit key holding a string (WRONGTYPE) is a configuration fault: requests are served, /readyz names it, the log has one error",
+    () =>
+      Effect.gen(function* () {
+        const lines: Array<string> = []
+        const prefix = yield* scopedPrefix
+        const server = serverOnRedis(redisUrl, prefix).pipe(Layer.provide(capturingLogs(lines)))
+        const baseUrl = yield* Effect.provide(BaseUrl, yield* Layer.build(server))
+        const tenant = yield* provision(baseUrl)
+        const client = yield* scopedClient
+        // Something else wrote under our prefix: the key's window is a string.
+        yield* Effect.promise(() => client.set(`${prefix}rl:{key:${tenant.keyId}}`, "not a sorted set"))
+
+        for (let i = 0; i < 3; i++)
+          expect((yield* call(baseUrl, "GET", "/v1/intake-bots", { key: tenant.key })).status).toBe(200)
+        const ready = yield* call(baseUrl, "GET", "/readyz")
+        expect(ready.status).toBe(200)
+        expect(dataOf(ready)).toMatchObject({
+          redis: "misconfigured",
+          redis_fault: { code: "WRONGTYPE", count: 1, reason: expect.stringContaining("REDIS_KEY_PREFIX") },
+          rate_limiter: "failing_open"
+        })
+        const faults = logLinesMatching(lines, /Redis configuration fault/)
+        expect(faults).toHaveLength(1)
+        expect(faults[0]).toMatchObject({ level: "error" })
+        expect(faults[0]?.message).toContain("WRONGTYPE")
+        expect(faults[0]?.cause).toContain(
+          "WRONGTYPE Operation against a key holding the wrong kind of value"
+        )
+      })
+  )
+
+  it.scopedLive(
+    "a refused password (WRONGPASS) is a configuration fault, not an outage: /readyz names it, the log has one error",
+    () =>
+      Effect.gen(function* () {
+        const lines: Array<string> = []
+        const wrong = new URL(redisUrl)
+        wrong.username = "intake-test-nobody"
+        wrong.password = "not-the-password"
+        const server = serverOnRedis(wrong.href).pipe(Layer.provide(capturingLogs(lines)))
+        const baseUrl = yield* Effect.provide(BaseUrl, yield* Layer.build(server))
+        const tenant = yield* provision(baseUrl)
+        expect((yield* call(baseUrl, "GET", "/v1/intake-bots", { key: tenant.key })).status).toBe(200)
+        const ready = yield* call(baseUrl, "GET", "/readyz")
+        expect(ready.status).toBe(200)
+        expect(dataOf(ready)).toMatchObject({
+          redis: "misconfigured",
+          redis_fault: { code: "WRONGPASS", reason: expect.stringContaining("REDIS_URL") },
+          rate_limiter: "failing_open"
+        })
+        const faults = logLinesMatching(lines, /Redis configuration fault/)
+        expect(faults).toHaveLength(1)
+        expect(faults[0]).toMatchObject({ level: "error" })
+        // The password is in neither the log nor the answer.
+        expect(lines.join("\n")).not.toContain("not-the-password")
+        expect(JSON.stringify(dataOf(ready))).not.toContain("not-the-password")
+      })
+  )
+
   it.scopedLive(
     "/readyz reports Redis and stays 200 while it is down (the limiter fails open and requests are served), then reports it back",
     () =>

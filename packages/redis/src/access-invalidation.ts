@@ -42,7 +42,7 @@ export const makeRedisAccessInvalidation = (options: RedisAccessInvalidationOpti
   Layer.scoped(
     AccessInvalidation,
     Effect.gen(function* () {
-      const { client, open, settings } = yield* RedisConnection
+      const { client, open, settings, faults } = yield* RedisConnection
       const channel = invalidationChannel(settings.keyPrefix)
       const origin = randomBytes(9).toString("base64url")
       const handlers = new Set<Handler>()
@@ -89,8 +89,10 @@ export const makeRedisAccessInvalidation = (options: RedisAccessInvalidationOpti
             deliver(event),
             Effect.tryPromise({
               try: () => client.publish(channel, encodeMessage({ origin, event })),
-              catch: (error) => (error instanceof Error ? error.message : String(error))
+              catch: (error) => error
             }).pipe(
+              Effect.tapError(faults.record),
+              Effect.mapError((error) => (error instanceof Error ? error.message : String(error))),
               Effect.timeoutFail({
                 duration: settings.commandTimeoutMs,
                 onTimeout: () => `no answer within ${settings.commandTimeoutMs} ms`

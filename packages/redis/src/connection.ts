@@ -12,11 +12,20 @@
  * reconnecting in the background, so limits come back by themselves.
  */
 import { Context, Effect, Layer, Runtime, type Scope } from "effect"
-import { Redis, type RedisOptions } from "ioredis"
+import { Cluster, Redis, type RedisOptions } from "ioredis"
+import { configurationFault, makeRedisFaults, type RedisFaults } from "./faults.js"
+
+/** A single Redis or a Redis Cluster: the commands the adapters use are the same on both. */
+export type RedisClient = Redis | Cluster
 
 export interface RedisSettings {
-  /** redis://[user:password@]host:port[/db] (rediss:// for TLS). */
+  /** redis://[user:password@]host:port[/db] (rediss:// for TLS). Ignored when `clusterNodes` is given. */
   readonly url: string
+  /**
+   * host:port of some nodes of a Redis Cluster (REDIS_CLUSTER_NODES): the client learns
+   * the others from them and follows the cluster's redirections (docs/choices.md, Redis Cluster).
+   */
+  readonly clusterNodes?: ReadonlyArray<string>
   /** Put before every key and channel name, so several deployments (or test runs) share one Redis. */
   readonly keyPrefix: string
   /** A command not answered by then fails (the domain treats the limiter as down); each adapter bounds its own wait by it. */
@@ -39,11 +48,13 @@ export class RedisConnection extends Context.Tag("@intake/redis/RedisConnection"
   {
     readonly settings: RedisSettings
     /** For commands; never in subscriber mode. */
-    readonly client: Redis
+    readonly client: RedisClient
     /** A further connection with the same options (pub/sub needs one of its own), closed when the caller's scope closes. */
-    readonly open: (name: string, overrides?: RedisOptions) => Effect.Effect<Redis, never, Scope.Scope>
+    readonly open: (name: string, overrides?: RedisOptions) => Effect.Effect<RedisClient, never, Scope.Scope>
     /** Answers PONG within the command timeout: for readiness checks. */
     readonly ping: Effect.Effect<boolean>
+    /** Configuration faults (faults.ts): every adapter records its failures here, /readyz reads them. */
+    readonly faults: RedisFaults
   }
 >() {}
 
@@ -61,14 +72,43 @@ const optionsOf = (settings: RedisSettings): RedisOptions => ({
  * Opens a connection, logging its state changes once each (not every reconnection
  * attempt), and quits it when the scope closes.
  */
-const openConnection = (settings: RedisSettings, name: string, overrides: RedisOptions = {}) =>
+/**
+ * A cluster client: the commands' options go to its connection to each node, and the
+ * cluster-wide ones are as fail-fast (no offline queue while the slots are (re)learnt).
+ * A redirection (MOVED, ASK: a failover, a resharding) is followed at once.
+ */
+const openCluster = (settings: RedisSettings, nodes: ReadonlyArray<string>, overrides: RedisOptions) => {
+  const { enableOfflineQueue, ...redisOptions } = { ...optionsOf(settings), ...overrides }
+  return new Cluster([...nodes], {
+    redisOptions,
+    enableOfflineQueue: enableOfflineQueue ?? false,
+    enableReadyCheck: true,
+    maxRedirections: 16,
+    retryDelayOnMoved: 0,
+    retryDelayOnFailover: 100,
+    retryDelayOnClusterDown: 100,
+    retryDelayOnTryAgain: 100,
+    slotsRefreshTimeout: settings.connectTimeoutMs,
+    clusterRetryStrategy: (attempt) => Math.min(attempt * 100, settings.maxReconnectDelayMs)
+  })
+}
+
+const openConnection = (
+  settings: RedisSettings,
+  faults: RedisFaults,
+  name: string,
+  overrides: RedisOptions = {}
+) =>
   Effect.gen(function* () {
     const runtime = yield* Effect.runtime<never>()
     const log = (effect: Effect.Effect<void>) =>
       Runtime.runFork(runtime)(effect.pipe(Effect.annotateLogs({ redis: name })))
     return yield* Effect.acquireRelease(
-      Effect.sync(() => {
-        const client = new Redis(settings.url, { ...optionsOf(settings), ...overrides })
+      Effect.sync((): RedisClient => {
+        const client: RedisClient =
+          settings.clusterNodes === undefined || settings.clusterNodes.length === 0
+            ? new Redis(settings.url, { ...optionsOf(settings), ...overrides })
+            : openCluster(settings, settings.clusterNodes, overrides)
         let state: "starting" | "up" | "down" = "starting"
         client.on("ready", () => {
           if (state === "down") log(Effect.logInfo("Redis connection restored"))
@@ -76,6 +116,8 @@ const openConnection = (settings: RedisSettings, name: string, overrides: RedisO
         })
         // Without a listener ioredis prints every failed reconnection attempt.
         client.on("error", (error: Error) => {
+          // A refused password is no outage: it is reported as a configuration fault.
+          if (configurationFault(error) !== undefined) log(faults.record(error))
           if (state === "down") return
           state = "down"
           log(Effect.logWarning(`Redis connection failed: ${error.message}; reconnecting in the background`))
@@ -107,10 +149,11 @@ interface CorkableStream {
  * turn queued in one system call. Under load a turn reads many requests, each with its
  * rate-limit check: one write each cost a system call and a wake-up of Redis per request.
  * A command waits at most for the rest of its turn (a pending immediate keeps the loop from
- * blocking on I/O). A socket replaced by a reconnection is not corked: the old one is
+ * blocking on I/O). A cluster client has no one socket: its commands leave as they come.
+ * A socket replaced by a reconnection is not corked: the old one is
  * uncorked, the new one corked by the next command.
  */
-export const writeTogether = (client: Redis): (() => void) => {
+export const writeTogether = (client: RedisClient): (() => void) => {
   let corked = false
   return () => {
     if (corked) return
@@ -125,13 +168,17 @@ export const writeTogether = (client: Redis): (() => void) => {
   }
 }
 
-/** The shared connection. `settings.url` is required; the rest default to defaultRedisSettings. */
+/**
+ * The shared connection. `settings.url` is required (it may be empty with `clusterNodes`);
+ * the rest default to defaultRedisSettings.
+ */
 export const RedisConnectionLive = (settings: Partial<RedisSettings> & Pick<RedisSettings, "url">) =>
   Layer.scoped(
     RedisConnection,
     Effect.gen(function* () {
       const complete: RedisSettings = { ...defaultRedisSettings, ...settings }
-      const client = yield* openConnection(complete, "commands")
+      const faults = makeRedisFaults()
+      const client = yield* openConnection(complete, faults, "commands")
       // Commands are not queued while connecting: wait for the connection once, boundedly.
       const ready = yield* Effect.async<boolean>((resume) => {
         if (client.status === "ready") return resume(Effect.succeed(true))
@@ -152,7 +199,8 @@ export const RedisConnectionLive = (settings: Partial<RedisSettings> & Pick<Redi
       return {
         settings: complete,
         client,
-        open: (name, overrides) => openConnection(complete, name, overrides),
+        open: (name, overrides) => openConnection(complete, faults, name, overrides),
+        faults,
         ping: Effect.tryPromise(() => client.ping()).pipe(
           Effect.interruptible,
           Effect.map((answer) => answer === "PONG"),

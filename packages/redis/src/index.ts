@@ -1,4 +1,5 @@
 export * from "./access-invalidation.js"
 export * from "./connection.js"
+export * from "./faults.js"
 export * from "./live.js"
 export * from "./rate-limiter.js"

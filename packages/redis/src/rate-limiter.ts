@@ -13,8 +13,8 @@ import { randomBytes } from "node:crypto"
 import { performance } from "node:perf_hooks"
 import { RateLimiter, retryAfterSeconds, StorageUnavailable } from "@intake/domain"
 import { Effect, Layer } from "effect"
-import type { Redis } from "ioredis"
-import { RedisConnection, writeTogether } from "./connection.js"
+import { type RedisClient, RedisConnection, writeTogether } from "./connection.js"
+import type { RedisFaults } from "./faults.js"
 
 /**
  * KEYS[1] the bucket's sorted set; ARGV[1] limit, ARGV[2] window in ms, ARGV[3] a member
@@ -110,11 +110,14 @@ export const bucketKey = (keyPrefix: string, bucket: string) => `${keyPrefix}rl:
 /**
  * `commandTimeoutMs`: the connection's bound on a command (RedisSettings), applied here
  * beside the caller's, on the store's time (the connection sets no timer of its own).
+ * `faults` records the failures that are configuration faults (faults.ts); they fail as
+ * StorageUnavailable all the same, so the limiter fails open, loudly.
  */
 export const makeRedisRateLimiter = (
-  client: Redis,
+  client: RedisClient,
   keyPrefix: string,
-  commandTimeoutMs = Number.POSITIVE_INFINITY
+  commandTimeoutMs = Number.POSITIVE_INFINITY,
+  faults?: RedisFaults
 ): RateLimiter["Type"] => {
   client.defineCommand(COMMAND, { numberOfKeys: 1, lua: slidingWindowScript })
   const script = client as unknown as SlidingWindowClient
@@ -136,6 +139,7 @@ export const makeRedisRateLimiter = (
       catch: (cause) =>
         new StorageUnavailable({ operation: record === "1" ? "RateLimiter.hit" : "RateLimiter.peek", cause })
     }).pipe(
+      Effect.tapError((error) => (faults === undefined ? Effect.void : faults.record(error.cause))),
       Effect.map(([allowed, remaining, resetAt, now]) => ({
         allowed: allowed === 1,
         limit,
@@ -153,7 +157,7 @@ export const makeRedisRateLimiter = (
 
 export const RedisRateLimiterLive = Layer.effect(
   RateLimiter,
-  Effect.map(RedisConnection, ({ client, settings }) =>
-    makeRedisRateLimiter(client, settings.keyPrefix, settings.commandTimeoutMs)
+  Effect.map(RedisConnection, ({ client, settings, faults }) =>
+    makeRedisRateLimiter(client, settings.keyPrefix, settings.commandTimeoutMs, faults)
   )
 )

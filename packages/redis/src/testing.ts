@@ -68,6 +68,12 @@ const cleanUp = (prefix: string) =>
     }
   })
 
+/** A plain connection to the test Redis, for a test to look at or plant keys; closed with the scope. */
+export const scopedClient = Effect.acquireRelease(
+  Effect.sync(() => new Redis(redisUrl, { maxRetriesPerRequest: 1 })),
+  (client) => Effect.sync(() => client.disconnect())
+)
+
 /** A fresh prefix for a scope (e.g. REDIS_KEY_PREFIX of server processes); its keys are deleted when it closes. */
 export const scopedPrefix = Effect.acquireRelease(Effect.sync(uniquePrefix), cleanUp)
 
