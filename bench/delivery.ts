@@ -1,36 +1,17 @@
-/**
- * `pnpm bench:delivery`: the delivery engine against a local receiver (127.0.0.1), with
- * one dispatcher in this process, on PostgreSQL when DATABASE_URL is set, else on an
- * in-memory PGlite. Prints:
- * - throughput: BENCH_EVENTS events (default 2,000) queued at once, deliveries per second
- *   until the last one arrived;
- * - latency: BENCH_LATENCY_EVENTS events (default 200) created one by one through the
- *   Submissions use case, 20 ms apart; event-to-first-attempt p50 and p99 (from the
- *   event's timestamp to the receiver getting its first attempt).
- * WEBHOOK_DISPATCH_CONCURRENCY sets the dispatcher's concurrency (default 32). With
- * BENCH_RESULT_JSON=1 it ends with one `bench-result {json}` line for `pnpm bench`.
- * With `--drain`, the backlog drain of bench/delivery-drain.ts instead (CPU per delivery by
- * process, statements per delivery).
- */
-import { randomUUID } from "node:crypto"
 import { createServer } from "node:http"
 import type { AddressInfo } from "node:net"
 import { deliveryEngine, dispatcherLayer } from "@intake/delivery"
 import {
   DeliveryWakeups,
-  type DomainEvent,
   EventOutbox,
-  type IntakeBot,
   IntakeBotRepository,
   queueDeliveries,
-  type Submission,
   SubmissionRepository,
   Submissions,
   UnitOfWork,
   UseCasesLive,
   WebhookSettings,
   Webhooks,
-  type Workspace,
   WorkspaceRepository
 } from "@intake/domain"
 import { InProcessLive } from "@intake/memory"
@@ -38,58 +19,12 @@ import { NodePlatformLive } from "@intake/node"
 import { PostgresPortsLive } from "@intake/postgres"
 import { PgliteTestLayer } from "@intake/postgres/testing"
 import { Clock, Console, Duration, Effect, Layer, Redacted } from "effect"
+import { botRecord, eventRecord, submissionRecord, workspaceRecord } from "./records.js"
 
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 2_000)
 const LATENCY_EVENTS = Number(process.env.BENCH_LATENCY_EVENTS ?? 200)
 const CONCURRENCY = Number(process.env.WEBHOOK_DISPATCH_CONCURRENCY ?? 32)
 const databaseUrl = process.env.DATABASE_URL
-
-// The bench's own records (the test fixtures import vitest, which only runs under vitest).
-const id = (prefix: string) => `${prefix}_${randomUUID().replaceAll("-", "")}`
-const workspaceRecord = (): Workspace => ({
-  id: id("ws"),
-  name: "Bench",
-  plan: "business",
-  status: "active",
-  monthlySubmissionQuota: 1_000_000,
-  rateLimitPerMinute: null,
-  createdAt: 0,
-  updatedAt: 0
-})
-const botRecord = (workspaceId: string): IntakeBot => ({
-  id: id("bot"),
-  workspaceId,
-  name: "Bench form",
-  description: "",
-  status: "ACTIVE",
-  shareSlug: randomUUID().slice(0, 8),
-  schema: [{ name: "email", label: "Email", type: "email", required: true }],
-  schemaVersion: 1,
-  createdAt: 0,
-  updatedAt: 0
-})
-const submissionRecord = (bot: IntakeBot, at: number): Submission => ({
-  id: id("sub"),
-  workspaceId: bot.workspaceId,
-  intakeBotId: bot.id,
-  data: { email: "ada@example.com" },
-  status: "COMPLETED",
-  aiSummary: "Email: ada@example.com",
-  isTest: false,
-  fileCount: 0,
-  schemaVersion: bot.schemaVersion,
-  createdAt: at,
-  updatedAt: at
-})
-const eventRecord = (submission: Submission): DomainEvent => ({
-  id: id("evt"),
-  workspaceId: submission.workspaceId,
-  type: "submission.completed",
-  intakeBotId: submission.intakeBotId,
-  submissionId: submission.id,
-  contactId: null,
-  createdAt: submission.createdAt
-})
 
 /** Arrival time of the first attempt of each event id. */
 const firstArrival = new Map<string, number>()

@@ -1,19 +1,8 @@
-/**
- * One dispatcher process of the drain bench (bench/delivery-drain.ts), driven over IPC:
- * `seed` fills the queue (workspaces, endpoints at the receiver, submissions, their events
- * and one pending attempt per endpoint), `go` starts the dispatcher, `read` answers the
- * statements this process sent, counted at the driver (bench/round-trips.ts). On PostgreSQL
- * when DATABASE_URL is set, else on an in-memory PGlite (then one process seeds and sends).
- */
-import { randomUUID } from "node:crypto"
 import { deliveryEngine, dispatcherLayer } from "@intake/delivery"
 import {
-  type DomainEvent,
   EventOutbox,
-  type IntakeBot,
   IntakeBotRepository,
   queueDeliveries,
-  type Submission,
   SubmissionRepository,
   UnitOfWork,
   UseCasesLive,
@@ -26,6 +15,7 @@ import { NodePlatformLive } from "@intake/node"
 import { PostgresPortsLive } from "@intake/postgres"
 import { PgliteTestLayer } from "@intake/postgres/testing"
 import { Effect, Layer, Logger, LogLevel, ManagedRuntime, Redacted } from "effect"
+import { botRecord, eventRecord, submissionRecord, workspaceRecord } from "./records.js"
 import { resetRoundTripCounts, roundTripCounts } from "./round-trips.js"
 
 export type DrainMessage =
@@ -41,7 +31,6 @@ export type DrainMessage =
 
 const CONCURRENCY = Number(process.env.WEBHOOK_DISPATCH_CONCURRENCY ?? 32)
 const databaseUrl = process.env.DATABASE_URL
-const id = (prefix: string) => `${prefix}_${randomUUID().replaceAll("-", "")}`
 
 const ports =
   databaseUrl === undefined
@@ -67,29 +56,10 @@ const seed = (message: Extract<DrainMessage, { type: "seed" }>) =>
     ])
     let endpoint = 0
     for (let w = 0; w < message.workspaces; w++) {
-      const workspaceId = id("ws")
-      yield* workspaces.insert({
-        id: workspaceId,
-        name: `Drain ${w}`,
-        plan: "business",
-        status: "active",
-        monthlySubmissionQuota: null,
-        rateLimitPerMinute: null,
-        createdAt: 0,
-        updatedAt: 0
-      })
-      const bot: IntakeBot = {
-        id: id("bot"),
-        workspaceId,
-        name: "Drain form",
-        description: "",
-        status: "ACTIVE",
-        shareSlug: randomUUID().slice(0, 8),
-        schema: [{ name: "email", label: "Email", type: "email", required: true }],
-        schemaVersion: 1,
-        createdAt: 0,
-        updatedAt: 0
-      }
+      const workspace = { ...workspaceRecord(`Drain ${w}`), monthlySubmissionQuota: null }
+      const workspaceId = workspace.id
+      yield* workspaces.insert(workspace)
+      const bot = botRecord(workspaceId)
       yield* bots.insert(bot)
       for (let e = 0; e < message.endpointsPerWorkspace; e++)
         yield* webhooks.create(workspaceId, {
@@ -100,34 +70,11 @@ const seed = (message: Extract<DrainMessage, { type: "seed" }>) =>
         const at = Date.now()
         yield* uow.transaction(
           Effect.gen(function* () {
-            const records = Array.from(
-              { length: Math.min(500, message.eventsPerWorkspace - done) },
-              (): Submission => ({
-                id: id("sub"),
-                workspaceId,
-                intakeBotId: bot.id,
-                data: { email: "ada@example.com" },
-                status: "COMPLETED",
-                aiSummary: "Email: ada@example.com",
-                isTest: false,
-                fileCount: 0,
-                schemaVersion: 1,
-                createdAt: at,
-                updatedAt: at
-              })
+            const records = Array.from({ length: Math.min(500, message.eventsPerWorkspace - done) }, () =>
+              submissionRecord(bot, at)
             )
             for (const record of records) yield* submissions.insert(record, [])
-            const events = records.map(
-              (s): DomainEvent => ({
-                id: id("evt"),
-                workspaceId,
-                type: "submission.completed",
-                intakeBotId: bot.id,
-                submissionId: s.id,
-                contactId: null,
-                createdAt: at
-              })
-            )
+            const events = records.map(eventRecord)
             yield* outbox.append(events)
             yield* queueDeliveries(events, 0)
           })
