@@ -150,10 +150,13 @@ const program = Effect.gen(function* () {
   }
 }).pipe(Effect.provide(services))
 
-// `--drain`: the backlog drain of bench/delivery-drain.ts instead.
+// `--drain`: the backlog drain of bench/delivery-drain.ts instead; `--sustained`: creates at
+// a fixed rate through a server's HTTP API (bench/delivery-sustained.ts).
 const run = process.argv.includes("--drain")
   ? import("./delivery-drain.js").then(({ runDrain }) => runDrain())
-  : Effect.runPromise(program)
+  : process.argv.includes("--sustained")
+    ? import("./delivery-sustained.js").then(({ runSustained }) => runSustained())
+    : Effect.runPromise(program)
 run.then(
   () => process.exit(0),
   (error) => {
