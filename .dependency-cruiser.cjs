@@ -104,6 +104,14 @@ module.exports = {
       to: { path: "(^packages/testing/)|(^packages/[^/]+/src/testing(-cluster)?\\.ts$)" }
     },
     {
+      name: "no-circular",
+      comment:
+        "No module reaches itself through its imports, type-only imports included: a cycle means a shared type or helper belongs in a module of its own that both import.",
+      severity: "error",
+      from: {},
+      to: { circular: true }
+    },
+    {
       name: "imports-resolve",
       comment: "An import the check cannot resolve would escape every rule above.",
       severity: "error",

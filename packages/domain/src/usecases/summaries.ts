@@ -23,13 +23,6 @@ import {
 import { SummaryJobs } from "./services.js"
 import { SummarySettings } from "./summary-settings.js"
 
-/** What one run of a job came to; the runner logs the model's state changes from it. */
-export type SummaryOutcome =
-  | { readonly _tag: "Stored" }
-  | { readonly _tag: "Failed"; readonly failure: SummaryUnavailable; readonly retryAt: number | null }
-  /** The submission is gone, or another process took the job over. */
-  | { readonly _tag: "Dropped" }
-
 class LostClaim extends Data.TaggedError("LostClaim") {}
 
 export const SummaryJobsLive = Layer.effect(
