@@ -50,7 +50,7 @@ import { type IncomingRequest, queryParams } from "./request.js"
 import { errorBody, json, type Reply, successJsonText, withHeader } from "./responses.js"
 
 /**
- * The request's id, and what a handler adds to its log line (docs/rules.md, Request ids):
+ * The request's id, and what a handler adds to its log line (docs/operations.md, Request ids):
  * a create names the submission and the event it raised.
  */
 export interface RequestNotes {

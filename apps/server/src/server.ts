@@ -92,7 +92,7 @@ export class ListeningServer extends Context.Tag("@intake/server/ListeningServer
 /** The server could not listen (the port is taken, or needs privileges). */
 export class ListenFailed extends Data.TaggedError("ListenFailed")<{ readonly cause: unknown }> {}
 
-/** An X-Request-Id a client may choose: 1 to 128 of [A-Za-z0-9._-] (docs/rules.md, Request ids). */
+/** An X-Request-Id a client may choose: 1 to 128 of [A-Za-z0-9._-] (docs/operations.md, Request ids). */
 const SAFE_REQUEST_ID = /^[A-Za-z0-9._-]{1,128}$/
 
 /** The client's X-Request-Id when it has a safe shape, else a new one. */

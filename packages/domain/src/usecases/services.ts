@@ -208,7 +208,7 @@ export interface NewSubmission {
   readonly isTest?: boolean
   /** Only the operator interface (the conversational collector) passes messages. */
   readonly messages?: ReadonlyArray<{ readonly role: MessageRole; readonly content: string }>
-  /** The request's id, kept on the events it raises (docs/rules.md, Request ids). */
+  /** The request's id, kept on the events it raises (docs/operations.md, Request ids). */
   readonly requestId?: string
 }
 

@@ -1,5 +1,5 @@
 /**
- * The model summary job (docs/choices.md, "Summaries"). A submission is stored with the
+ * The model summary job (docs/summaries.md). A submission is stored with the
  * built-in summary; when a model summarizer is configured, a job queued in the same unit
  * of work asks it later, outside any transaction and off the request path, with a time
  * limit and a bounded number of calls, and replaces ai_summary with the sanitized answer.
