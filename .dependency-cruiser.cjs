@@ -23,7 +23,7 @@ module.exports = {
     {
       name: "effect-platform-by-module",
       comment:
-        "@effect/platform and @effect/platform-node are imported module by module (@effect/platform/HttpApi): their index loads every module, the Scalar and Swagger browser bundles included (docs/choices.md, Performance at the edge).",
+        "@effect/platform and @effect/platform-node are imported module by module (@effect/platform/HttpApi): their index loads every module, the Scalar and Swagger browser bundles included (docs/performance.md, Memory and garbage collection).",
       severity: "error",
       from: { pathNot: TEST_ONLY },
       to: { path: "(^|/)node_modules/@effect/platform(-node)?/dist/[^/]+/index\\.(js|d\\.ts)$" }
@@ -102,6 +102,14 @@ module.exports = {
       severity: "error",
       from: { pathNot: TEST_ONLY },
       to: { path: "(^packages/testing/)|(^packages/[^/]+/src/testing(-cluster)?\\.ts$)" }
+    },
+    {
+      name: "no-circular",
+      comment:
+        "No module reaches itself through its imports, type-only imports included: a cycle means a shared type or helper belongs in a module of its own that both import.",
+      severity: "error",
+      from: {},
+      to: { circular: true }
     },
     {
       name: "imports-resolve",

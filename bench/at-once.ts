@@ -3,8 +3,8 @@
  * round after round, with each server's CPU per request from /proc. On a shared machine
  * whose speed drifts by ±10% from one run to the next, servers measured side by side in
  * the same seconds see the same machine: the per-round ratio of their CPU per request was
- * two to three times steadier than alternating runs (docs/choices.md, Performance at the
- * edge). Throughput here is shared, so the figure is CPU per request, not req/s.
+ * two to three times steadier than alternating runs (docs/performance.md, How a change is
+ * judged). Throughput here is shared, so the figure is CPU per request, not req/s.
  *
  *   tsx bench/at-once.ts --endpoints bot,list,post --rounds 10 --seconds 8 \
  *     A=http://127.0.0.1:3001/v1,svc_live_...,bot_...,PID  B=http://127.0.0.1:3002/v1,...

@@ -1,7 +1,7 @@
 /**
  * Counts the instructions Effect's run loop evaluates per request in a running server, by
  * kind (Success, OnSuccess, Sync...) and by the code each one runs: where a request's fiber
- * steps go (docs/choices.md, "Steps of the fiber per create"). A measuring tool only: it
+ * steps go (docs/performance.md, "The request path"). A measuring tool only: it
  * wraps every instruction, so the server is slower while it is loaded.
  *
  *   cd apps/server && node build.mjs

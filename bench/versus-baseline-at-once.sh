@@ -4,7 +4,7 @@
 # database of one throwaway PostgreSQL + Redis, seeded as ../shared/bench/versus-baseline.sh
 # seeds them. `versus-baseline.sh` alternates the two servers, and on a machine whose speed
 # drifts within a run its POST figure moved with the drift; measured side by side, both
-# see the same machine (docs/choices.md, "Round trips of a create"):
+# see the same machine (docs/performance.md, "Round trips of a create"):
 #
 #   bench/versus-baseline-at-once.sh --endpoints post --rounds 6 --seconds 8
 #

@@ -1,6 +1,6 @@
 /**
- * `pnpm start` runs compiled JavaScript, not TypeScript through tsx (docs/choices.md,
- * "Performance at the edge"): this builds `dist/` from `src/main.ts` with esbuild, in well
+ * `pnpm start` runs compiled JavaScript, not TypeScript through tsx (docs/performance.md, The
+ * request path): this builds `dist/` from `src/main.ts` with esbuild, in well
  * under a second. The workspace's packages (`@intake/*`) go into one bundle; every other
  * package stays its own module, imported from the file Node would load, so there is one
  * copy of each (one `effect`). `dist/main.js` imports gc-tuning before the bundle, as
@@ -62,7 +62,7 @@ const buildServer = async (outdir = join(serverDir, "dist")) => {
     format: "esm",
     target: "node20",
     // A module imported on demand (the model summarizer, with @effect/ai-openai and its
-    // tokenizer) stays a chunk of its own, loaded only when asked for (docs/choices.md).
+    // tokenizer) stays a chunk of its own, loaded only when asked for (docs/performance.md).
     splitting: true,
     chunkNames: "chunks/[name]-[hash]",
     sourcemap: "linked",

@@ -68,7 +68,7 @@ const state = (up: boolean) => (up ? "ok" : "unavailable")
  * rotation. `rate_limiter` says whether limits are enforced now or failing open (the
  * limiter failed and cools down, or its store does not answer, or answers with a
  * configuration fault: then the service reads `misconfigured` and `<name>_fault` says what
- * to fix, docs/choices.md, Redis faults). The database is asked
+ * to fix, docs/operations.md, Redis faults). The database is asked
  * through DatabaseState, which logs a change of its answer once, whether this request or
  * the watcher saw it first.
  */
@@ -86,7 +86,7 @@ const ready = Effect.gen(function* () {
     ...Object.fromEntries(
       Object.entries(shared).map(([name, up]) => [name, name in faults ? "misconfigured" : state(up)])
     ),
-    // A service that answers wrongly is named with what to fix (docs/choices.md, Redis faults).
+    // A service that answers wrongly is named with what to fix (docs/operations.md, Redis faults).
     ...Object.fromEntries(Object.entries(faults).map(([name, fault]) => [`${name}_fault`, fault])),
     rate_limiter: failingOpen ? "failing_open" : "enforcing"
   }
@@ -258,7 +258,8 @@ export const requestLogLine = (
     workspaceId: facts.workspaceId ?? null,
     keyId: facts.keyId ?? null
   }
-  // A create names what it stored: one id from its answer to its deliveries (docs/rules.md, Request ids).
+  // A create names what it stored: one id from its answer to its deliveries
+  // (docs/operations.md, Request ids).
   return facts.submissionId === undefined
     ? line
     : { ...line, submissionId: facts.submissionId, eventIds: facts.eventIds ?? [] }

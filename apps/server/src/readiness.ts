@@ -10,7 +10,7 @@ import { Context, Effect, Option } from "effect"
 export type ReadinessChecks = Readonly<Record<string, Effect.Effect<boolean>>>
 
 /**
- * A service that answers but is configured wrong (docs/choices.md, Redis faults): what to
+ * A service that answers but is configured wrong (docs/operations.md, Redis faults): what to
  * fix, and how many times it was seen. No address or key name: /readyz needs no key.
  */
 export interface ServiceFault {

@@ -43,7 +43,7 @@ const SUCCESS_CLOSING = 0x7d // }
  * `json` writes for `{ success: true, data }`, as bytes. Written as a string, a page's text
  * was copied whole twice more on its way out (around the envelope, then after node's HTTP
  * head, before the socket had it); as bytes, node writes its head and then these
- * (docs/choices.md, Performance at the edge).
+ * (docs/performance.md, Lists).
  */
 export const successJsonText = (dataJson: string, status: number): Reply => {
   const dataLength = Buffer.byteLength(dataJson)

@@ -4,6 +4,23 @@
  * so it routes itself: its route table is read from the API's groups at start-up
  * (`routesOf`), and each endpoint's own schemas decode its path, query and body and encode
  * its answer: the contract stays the single source of both.
+ *
+ * Why not `HttpApiBuilder`: the contract is `@effect/platform`'s HttpApi, but it is served
+ * here rather than by `HttpApiBuilder` and its middleware, for two reasons. The order of
+ * checks of docs/rules.md ("Checks in order") puts the key, the workspace and the rate limit
+ * before the route, so an unknown path with a bad key answers 401 and every /v1 answer
+ * carries the rate-limit headers; a router that matches first and runs middleware per
+ * endpoint answers in the other order. And Effect's HTTP server costs a per-request router,
+ * tracer span and header wrappers, more than the whole of a cached read
+ * (docs/performance.md, The request path). What HttpApi gives is kept: one declaration per
+ * endpoint, the OpenAPI document and derived clients.
+ *
+ * Where a new endpoint goes: declare it once in its group in packages/api (v1.ts with its
+ * `RequiredScope` and `EndpointErrors`, or admin.ts for the operator interface): method,
+ * path, schemas. Then add its handler, under the endpoint's name, to `v1Handlers`
+ * (handlers-v1.ts) or `adminHandlers` (handlers-admin.ts), with its `ServeOptions`; the
+ * compiler refuses a missing or stray handler, and `routesOf` stops the server before it
+ * listens (test/route-table.test.ts). Nothing in this file changes for a new endpoint.
  */
 import type * as HttpApiEndpoint from "@effect/platform/HttpApiEndpoint"
 import * as HttpApiSchema from "@effect/platform/HttpApiSchema"
@@ -33,7 +50,7 @@ import { type IncomingRequest, queryParams } from "./request.js"
 import { errorBody, json, type Reply, successJsonText, withHeader } from "./responses.js"
 
 /**
- * The request's id, and what a handler adds to its log line (docs/rules.md, Request ids):
+ * The request's id, and what a handler adds to its log line (docs/operations.md, Request ids):
  * a create names the submission and the event it raised.
  */
 export interface RequestNotes {

@@ -41,7 +41,7 @@ export interface RuntimeOptions {
   readonly webhookAllowPrivateNetworks: boolean
   /** REDIS_URL: the shared rate limiter and access invalidation; in-process ones without. */
   readonly redisUrl?: Option.Option<Redacted.Redacted>
-  /** REDIS_CLUSTER_NODES: the same on a Redis Cluster, in place of REDIS_URL (docs/choices.md, Redis Cluster). */
+  /** REDIS_CLUSTER_NODES: the same on a Redis Cluster, in place of REDIS_URL (docs/operations.md, Redis Cluster). */
   readonly redisClusterNodes?: ReadonlyArray<string>
   /** Before every Redis key and channel (default "intake:"). */
   readonly redisKeyPrefix?: string

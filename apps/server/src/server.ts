@@ -18,23 +18,12 @@ import type { Duplex } from "node:stream"
 import { invalid } from "@intake/domain"
 import { Metrics } from "@intake/node"
 import { CurrentRequestId, RequestLogWriter, untrackRootFibers } from "@intake/node/internal"
-import {
-  Context,
-  Data,
-  Duration,
-  Effect,
-  Exit,
-  type Fiber,
-  FiberRef,
-  Layer,
-  Option,
-  Runtime,
-  Scheduler
-} from "effect"
+import { Context, Data, Duration, Effect, Exit, FiberRef, Layer, Option, Runtime } from "effect"
 import { type AppOptions, type AppServices, countedRequestLog, makeApp, type RequestFacts } from "./app.js"
 import { BodyReadTimeout, bodyAbandoned, DEFAULT_BODY_TIMEOUT, MAX_BODY_BYTES } from "./body.js"
 import { type IncomingRequest, toIncomingRequest } from "./request.js"
 import { errorResponse, type Reply, withHeader } from "./responses.js"
+import { RequestScheduler } from "./scheduler.js"
 
 export interface ListenOptions extends AppOptions {
   /** 0 picks a free port (tests). */
@@ -103,36 +92,12 @@ export class ListeningServer extends Context.Tag("@intake/server/ListeningServer
 /** The server could not listen (the port is taken, or needs privileges). */
 export class ListenFailed extends Data.TaggedError("ListenFailed")<{ readonly cause: unknown }> {}
 
-/** An X-Request-Id a client may choose: 1 to 128 of [A-Za-z0-9._-] (docs/rules.md, Request ids). */
+/** An X-Request-Id a client may choose: 1 to 128 of [A-Za-z0-9._-] (docs/operations.md, Request ids). */
 const SAFE_REQUEST_ID = /^[A-Za-z0-9._-]{1,128}$/
 
 /** The client's X-Request-Id when it has a safe shape, else a new one. */
 const requestIdOf = (given?: string | ReadonlyArray<string>) =>
   typeof given === "string" && SAFE_REQUEST_ID.test(given) ? given : `req_${randomUUID().replaceAll("-", "")}`
-
-/**
- * The scheduler of request fibers (docs/choices.md, Performance at the edge): a fiber
- * resumed by a callback (a statement's answer, a body's end, Redis's reply) runs on at
- * once, in that callback, where Effect's default scheduler would queue it for a microtask
- * (a create resumes about ten times). Whatever is scheduled while such a run is under way
- * (another fiber resumed, a fiber yielding after its budget of steps) goes to the default
- * scheduler, so runs never nest and a yield still yields.
- */
-export class RequestScheduler implements Scheduler.Scheduler {
-  private running = false
-  scheduleTask(task: Scheduler.Task, priority: number, fiber?: Fiber.RuntimeFiber<unknown, unknown>) {
-    if (this.running) return Scheduler.defaultScheduler.scheduleTask(task, priority, fiber)
-    this.running = true
-    try {
-      task()
-    } finally {
-      this.running = false
-    }
-  }
-  shouldYield(fiber: Fiber.RuntimeFiber<unknown, unknown>) {
-    return Scheduler.defaultScheduler.shouldYield(fiber)
-  }
-}
 
 /**
  * Writes a reply in one call: status, headers and the whole body. `closeConnection` adds

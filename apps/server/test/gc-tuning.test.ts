@@ -1,7 +1,7 @@
 /**
  * The server's and the worker's entry points import @intake/node/gc-tuning before any other
- * module, so V8's collector is tuned before anything allocates (docs/choices.md, Performance
- * at the edge): imported later, sites judged long-lived during start-up would stay so. The
+ * module, so V8's collector is tuned before anything allocates (docs/performance.md, Memory and
+ * garbage collection): imported later, sites judged long-lived during start-up would stay so. The
  * built server keeps that order: build.test.ts.
  */
 import { spawnSync } from "node:child_process"

@@ -67,7 +67,7 @@ export interface ServerProcess {
   readonly demoKey: string | undefined
   /**
    * Waits until stdout matches `pattern` (true), or `withinMs` passes (false): log lines
-   * leave the process up to 50 ms after they are logged (docs/choices.md, Performance at the edge).
+   * leave the process up to 50 ms after they are logged (docs/performance.md, Logging).
    */
   readonly waitForStdout: (pattern: RegExp, withinMs: number) => Effect.Effect<boolean>
 }

@@ -2,8 +2,8 @@
  * The server on a Redis Cluster of the test's own (three masters, one replica each): with
  * REDIS_CLUSTER_NODES two instances share one exact window and hear each other's
  * revocations, through a master failover; with REDIS_URL pointed at one node, the MOVED
- * answers are a configuration fault that /readyz and the logs name (docs/choices.md,
- * Redis Cluster and Redis faults). One cluster serves the whole file.
+ * answers are a configuration fault that /readyz and the logs name (docs/operations.md, Redis
+ * Cluster and Redis faults). One cluster serves the whole file.
  */
 import { expect, layer } from "@effect/vitest"
 import { freshDatabaseUrl } from "@intake/postgres/testing"

@@ -1,4 +1,4 @@
-/** REDIS_CLUSTER_NODES: a Redis Cluster's nodes as host:port,…, in place of REDIS_URL (docs/choices.md, Redis Cluster). */
+/** REDIS_CLUSTER_NODES: a Redis Cluster's nodes as host:port,…, in place of REDIS_URL (docs/operations.md, Redis Cluster). */
 import { describe, expect, it } from "@effect/vitest"
 import { ConfigProvider, Effect, Either } from "effect"
 import { describeConfigError, serverConfig } from "../src/config.js"

@@ -1,11 +1,11 @@
 /**
- * The scheduler of request fibers (server.ts): a fiber resumed by a callback runs on in that
+ * The scheduler of request fibers (scheduler.ts): a fiber resumed by a callback runs on in that
  * callback; what is scheduled while such a run is under way waits for the default
  * scheduler, so runs never nest and a yield still yields.
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Exit, FiberRef, Runtime } from "effect"
-import { RequestScheduler } from "../src/server.js"
+import { RequestScheduler } from "../src/scheduler.js"
 
 const runOnRequestScheduler = Runtime.runCallback(
   Runtime.setFiberRef(Runtime.defaultRuntime, FiberRef.currentScheduler, new RequestScheduler())

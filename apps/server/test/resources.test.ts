@@ -274,7 +274,7 @@ layer(realServer(), { excludeTestServices: true })("intake bots and submissions"
       expectHeaders(answer)
 
       // With an Idempotency-Key the quota is checked last, after the stored answer
-      // (docs/choices.md, Round trips of a create): the refusal still stores nothing of the
+      // (docs/performance.md, Round trips of a create): the refusal still stores nothing of the
       // create, and the key replays the 429 even once the quota is raised.
       const keyed = {
         key: tenant.key,

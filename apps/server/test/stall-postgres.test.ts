@@ -4,7 +4,7 @@
  * stalled one's session is ended by the idle-in-transaction timeout, its row locks go with
  * it, and the healthy server's writes answer within seconds instead of at their deadline.
  * A create's quota lock is taken by its last statement, which carries the COMMIT
- * (docs/choices.md, Round trips of a create): a stopped server cannot hold that one. Nor,
+ * (docs/performance.md, Round trips of a create): a stopped server cannot hold that one. Nor,
  * without attempts to queue, the contact, which goes with it. With attempts to queue (here
  * skipped ones, for a paused endpoint: nothing is sent), the contact is a statement of its
  * own, before the events and their attempts: the server is stopped with a new contact

@@ -1,7 +1,7 @@
 /**
  * Running webhooks for years, over a real socket: rotating an endpoint's secret with an
  * overlap (both secrets sign during the grace period), and webhook.disabled telling the
- * workspace's other endpoints that one was disabled (docs/choices.md).
+ * workspace's other endpoints that one was disabled (docs/webhooks.md).
  */
 import { expect, layer } from "@effect/vitest"
 import { Effect } from "effect"

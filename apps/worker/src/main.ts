@@ -5,7 +5,7 @@
  * attempts it claimed and claims nothing more. It needs a shared store: with the
  * embedded database the server runs the dispatcher in-process. It logs the database going
  * away and coming back (DatabaseState). With INTAKE_SUMMARIZER=openai it also runs the
- * summary jobs (docs/choices.md, "Summaries").
+ * summary jobs (docs/summaries.md).
  */
 // First, before anything allocates: see its comment.
 import "@intake/node/gc-tuning"

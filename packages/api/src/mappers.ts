@@ -94,8 +94,7 @@ const ITEM_PARTS = 17 + 2 * WireShapes.ISO_TIMESTAMP_PIECES
  * them; the first one opens the item with the comma before it, unless it is the page's
  * first), written as JSON.stringify would write its wire object, field for field in the
  * schema's order, but with the data's stored JSON text in place: parsing fifty data objects
- * and serializing them again cost about a tenth of a page's CPU (docs/choices.md,
- * Performance at the edge).
+ * and serializing them again cost about a tenth of a page's CPU (docs/performance.md, Lists).
  */
 const putSubmissionListItemJson = (
   parts: Array<string>,
@@ -129,7 +128,7 @@ const putSubmissionListItemJson = (
  * A page of a bot's submissions (SubmissionList's data) as JSON, its items by
  * putSubmissionListItemJson. The page is written as parts in an array of its final length,
  * joined once: a template string per item and per timestamp cost about three times the
- * page's size in short-lived strings (docs/choices.md, Performance at the edge).
+ * page's size in short-lived strings (docs/performance.md, Lists).
  */
 export const submissionListJson = (page: {
   readonly items: ReadonlyArray<SubmissionListItem>

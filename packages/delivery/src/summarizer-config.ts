@@ -1,7 +1,7 @@
 /**
  * The summarizer's configuration (INTAKE_SUMMARIZER…), read by the server and the worker
  * alike, and the layers it selects: the built-in summarizer, or the model summarizer with
- * its summary jobs and their runner (docs/choices.md, "Summaries").
+ * its summary jobs and their runner (docs/summaries.md).
  */
 import { randomUUID } from "node:crypto"
 import { RetrySchedule, SummaryJobsLive, SummarySettings } from "@intake/domain"

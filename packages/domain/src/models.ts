@@ -148,8 +148,8 @@ export type Submission = typeof Submission.Type
 
 /**
  * A submission as a page of its bot's list shows it: with its message count, and its data as
- * the JSON text the store keeps (the answer passes it through unparsed; docs/choices.md,
- * Performance at the edge). The text is the JSON of a `Submission["data"]`, keys in the order
+ * the JSON text the store keeps (the answer passes it through unparsed; docs/performance.md,
+ * Lists). The text is the JSON of a `Submission["data"]`, keys in the order
  * they were given.
  */
 export type SubmissionListItem = Omit<Submission, "data"> & {
@@ -195,7 +195,7 @@ export const DomainEvent = Schema.Struct({
   contactId: Schema.NullOr(Schema.String),
   webhookId: Schema.optional(Schema.String),
   disabledReason: Schema.optional(WebhookDisabledReason),
-  /** The X-Request-Id of the request that raised it, when one did (docs/rules.md, Request ids). */
+  /** The X-Request-Id of the request that raised it, when one did (docs/operations.md, Request ids). */
   requestId: Schema.optional(Schema.String),
   createdAt: EpochMillis
 })
@@ -305,7 +305,7 @@ export interface OccurrenceWindow {
 // ---------------------------------------------------------------- model summaries
 
 /**
- * A submission waiting for the model's summary (docs/choices.md, "Summaries"): queued in
+ * A submission waiting for the model's summary (docs/summaries.md): queued in
  * the unit of work that stores the submission, done by whichever server or worker claims it.
  */
 export interface SummaryJob {

@@ -76,7 +76,7 @@ export class UnitOfWork extends Context.Tag("@intake/UnitOfWork")<
     /**
      * Runs `step` as the last step of the unit of work it runs in: nothing runs in that unit
      * after it. A storage may commit the unit with the step's final statement, in the same
-     * round trip (PostgreSQL: docs/choices.md, "Round trips of a create"); in a nested unit
+     * round trip (PostgreSQL: docs/performance.md, "Round trips of a create"); in a nested unit
      * of work, or outside one, the step runs as it is.
      */
     readonly commitWith: <A, E, R>(step: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
@@ -211,8 +211,8 @@ export class ContactRepository extends Context.Tag("@intake/ContactRepository")<
      * event naming the contact found (its contactId becomes that contact's id). A
      * contact.created event, and its attempts, is appended only when the candidate was
      * inserted: of concurrent calls for one email, one inserts. Answers nothing, so that a
-     * store may send it with the unit of work's next statement (PostgreSQL: docs/choices.md,
-     * "Round trips of a create").
+     * store may send it with the unit of work's next statement (PostgreSQL:
+     * docs/performance.md, "Round trips of a create").
      */
     readonly findOrCreateWithEvents: (
       candidate: Contact,
@@ -320,7 +320,7 @@ export class IdempotencyStore extends Context.Tag("@intake/IdempotencyStore")<
      * Claims the scope as `claim` does when `claim` would answer Fresh, and answers nothing.
      * Otherwise (the scope held, or an unexpired record stored for it, whatever its
      * fingerprint) it claims nothing and fails with IdempotencyClaimNotFresh. A store may
-     * send it with the unit of work's next statement (PostgreSQL: docs/choices.md, "Round
+     * send it with the unit of work's next statement (PostgreSQL: docs/performance.md, "Round
      * trips of a create"): that failure may then come from that statement's step, or from
      * the unit of work's end.
      */
@@ -349,7 +349,7 @@ export class IdempotencyStore extends Context.Tag("@intake/IdempotencyStore")<
      * the same fingerprint, replacing it), unless another record that has not expired at
      * `createdAt` is stored already (another unit of work stored one after this one's claim
      * read): then it stores nothing and fails with IdempotencyRecordExists. A store may send
-     * it with the unit of work's next statement (PostgreSQL: docs/choices.md, "Round trips
+     * it with the unit of work's next statement (PostgreSQL: docs/performance.md, "Round trips
      * of a create"): that failure may then come from that statement's step, or from the
      * unit of work's end.
      */
@@ -655,7 +655,8 @@ export class DeliveryRepository extends Context.Tag("@intake/DeliveryRepository"
       claimToken: string
     ) => Stored<ReadonlyArray<string>>
     /**
-     * The rate limit's gate, at the moment of sending (docs/webhooks.md, "Rate limit"): when
+     * The rate limit's gate, at the moment of sending (docs/webhooks.md, "How the engine
+     * sends"): when
      * the endpoint's last gated send started at least `spacingMs` before `at`, makes `at` its
      * last send and answers null (send now); otherwise answers when the next may start.
      */

@@ -4,8 +4,8 @@
  * which nothing in Intake calls). Under load, with that set, young-generation collections
  * kept ended fibers alive, and with them what they hold (the request, its answer), and
  * promoted them to the old generation, where only a full collection frees them; with the
- * same fibers kept in an array instead, or not kept, they died young (docs/choices.md,
- * "Ended requests kept alive", has the figures; why V8 keeps them through this set, and not
+ * same fibers kept in an array instead, or not kept, they died young (docs/performance.md,
+ * "Memory and garbage collection", has the figures; why V8 keeps them through this set, and not
  * plain objects through a set in a loop, we did not establish).
  *
  * `untrackRootFibers` gives that scope a set that keeps no fiber. `Fiber.roots` then lists

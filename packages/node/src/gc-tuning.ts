@@ -1,6 +1,6 @@
 /**
  * Imported first by each process's entry point, for its side effect: V8's garbage collector
- * is tuned before anything else allocates (docs/choices.md, Performance at the edge).
+ * is tuned before anything else allocates (docs/performance.md, Memory and garbage collection).
  *
  * - Allocation-site pretenuring off. Under load, V8 judged the sites that build a request's
  *   objects (a page's rows, the answer) long-lived and allocated them straight in the old

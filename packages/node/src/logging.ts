@@ -106,8 +106,8 @@ export type RequestLogWrite = (fields: Record<string, unknown>) => Effect.Effect
 /**
  * How the server writes a request's log line. By default through `Effect.logInfo`, so any
  * logger the runtime has sees it. Under loggingLayer, straight to its stdout sink as the
- * line jsonLineLogger writes for the same fields at info (docs/choices.md, Performance at
- * the edge): Effect's log call copies the fiber's refs, walks its loggers and builds a Date
+ * line jsonLineLogger writes for the same fields at info (docs/performance.md, Logging):
+ * Effect's log call copies the fiber's refs, walks its loggers and builds a Date
  * per line, about a third of what a request line cost. A request fiber has no annotations
  * and no cause to write; its id is one of the fields.
  */
@@ -116,8 +116,8 @@ export class RequestLogWriter extends Context.Reference<RequestLogWriter>()("@in
 }) {}
 
 /**
- * How long a line may wait for others before they leave in one write (docs/choices.md,
- * Performance at the edge).
+ * How long a line may wait for others before they leave in one write (docs/performance.md,
+ * Logging).
  */
 export const LOG_FLUSH_DELAY_MS = 50
 /** Pending lines of this many characters leave at once, whatever the delay. */
@@ -126,8 +126,8 @@ export const LOG_FLUSH_CHARS = 64 * 1024
 /**
  * Lines on stdout, gathered for at most LOG_FLUSH_DELAY_MS (or LOG_FLUSH_CHARS) and written
  * in one call: a write to a file or a pipe is a system call on the event loop's thread, and
- * under load one per turn cost more than building the lines (docs/choices.md, Performance
- * at the edge). What is pending is written when the layer closes and, failing that, before
+ * under load one per turn cost more than building the lines (docs/performance.md, Logging).
+ * What is pending is written when the layer closes and, failing that, before
  * the process exits.
  */
 const makeStdoutSink = () => {

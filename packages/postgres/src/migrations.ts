@@ -204,7 +204,7 @@ export const migrations: ReadonlyArray<Migration> = [
     id: 4,
     name: "summary jobs",
     statements: [
-      // Submissions waiting for the model's summary (docs/choices.md, "Summaries"), leased like
+      // Submissions waiting for the model's summary (docs/summaries.md), leased like
       // delivery attempts. No foreign key: a job whose submission was deleted ends by itself.
       `CREATE TABLE summary_jobs (
         submission_id text COLLATE "C" PRIMARY KEY,
@@ -276,7 +276,7 @@ export const migrations: ReadonlyArray<Migration> = [
     id: 8,
     name: "bot submission counts apart from the bots",
     statements: [
-      // docs/choices.md, "Round trips of a create": the count of migration 3 lived on the bot's
+      // docs/performance.md, "Round trips of a create": the count of migration 3 lived on the bot's
       // row, so every create rewrote that row (a new version of the whole bot, schema included)
       // and the bot read and the foreign-key checks of every create walked its versions. The
       // count gets a narrow row of its own; the trigger keeps it, as before.
@@ -308,7 +308,7 @@ export const migrations: ReadonlyArray<Migration> = [
     id: 9,
     name: "a used-up quota fails its statement",
     statements: [
-      // docs/choices.md, "Round trips of a create": a create's last statement may carry the
+      // docs/performance.md, "Round trips of a create": a create's last statement may carry the
       // COMMIT, which PostgreSQL skips only when the statement fails. A reservation past the
       // quota therefore fails it, with the count it found in DETAIL (submissions.ts).
       `CREATE FUNCTION intake_quota_used_up(used bigint) RETURNS bigint LANGUAGE plpgsql AS $$
@@ -324,7 +324,7 @@ export const migrations: ReadonlyArray<Migration> = [
     name: "a stored response that finds another record fails",
     statements: [
       // Storing an idempotent response answers no rows, so that it can go with the unit of
-      // work's next statement (docs/choices.md, "Round trips of a create"); finding a record
+      // work's next statement (docs/performance.md, "Round trips of a create"); finding a record
       // stored after the claim read, it fails instead (webhooks.ts).
       `CREATE FUNCTION intake_idempotency_record_exists() RETURNS boolean LANGUAGE plpgsql AS $$
         BEGIN
@@ -339,7 +339,7 @@ export const migrations: ReadonlyArray<Migration> = [
     name: "a contact found or created within one statement",
     statements: [
       // A create's contact and its events are one statement, sent with the unit of work's
-      // next one (docs/choices.md, "Round trips of a create"). A contact another transaction
+      // next one (docs/performance.md, "Round trips of a create"). A contact another transaction
       // commits while the insert waits on it is not in that statement's snapshot: each
       // statement of a (volatile) function takes a new one, so the read after the insert
       // finds it. Loops only if that contact is deleted in between.
@@ -373,7 +373,7 @@ export const migrations: ReadonlyArray<Migration> = [
     name: "a claim that is not fresh fails",
     statements: [
       // The claim of an idempotent POST answers no rows when it is fresh, so that it can go
-      // with the unit of work's next statement (docs/choices.md, "Round trips of a create");
+      // with the unit of work's next statement (docs/performance.md, "Round trips of a create");
       // otherwise it fails, and a claim that reads the record tells why (webhooks.ts).
       `CREATE FUNCTION intake_idempotency_claim_not_fresh() RETURNS boolean LANGUAGE plpgsql AS $$
         BEGIN
@@ -389,8 +389,8 @@ export const migrations: ReadonlyArray<Migration> = [
     statements: [
       // A submission's messages are written with it, in its create's statement, and never
       // added or removed apart from it: the create writes their count on the submission, and
-      // a page reads it there instead of counting each row's messages (docs/choices.md,
-      // "Lists and cursors"). NULL is "not kept": rows from before this migration, and rows an
+      // a page reads it there instead of counting each row's messages (docs/performance.md,
+      // "Lists"). NULL is "not kept": rows from before this migration, and rows an
       // instance of the previous version writes during a rolling deploy, are counted on read
       // as before. No backfill: adding a nullable column without a default rewrites nothing.
       `ALTER TABLE submissions ADD COLUMN message_count int`
@@ -415,7 +415,8 @@ export const migrations: ReadonlyArray<Migration> = [
     id: 15,
     name: "events keep the request that raised them",
     statements: [
-      // One id end to end (docs/rules.md, Request ids): a create writes its X-Request-Id on the
+      // One id end to end (docs/operations.md, Request ids): a create writes its X-Request-Id
+      // on the
       // events it raises, in the statement that appends them, and every delivery attempt's log
       // line names it. NULL for events no request raised (a summary's release, a disable
       // notice) and for those from before this migration; nullable, so nothing is rewritten.

@@ -1,7 +1,7 @@
 /**
  * Statements on `pg` directly, as named prepared statements (`statementSteps`). `@effect/sql` costs about as
  * much CPU again as the driver per statement (measured: 510 against 250 us for a page of
- * fifty rows; docs/choices.md, "Statements on pg directly"): the hot reads and every
+ * fifty rows; docs/performance.md, "Statements on pg"): the hot reads and every
  * statement of a create go through here on PostgreSQL.
  *
  * A unit of work on PostgreSQL is one client of the pool checked out for it
@@ -15,7 +15,7 @@
  * `UnitOfWork.commitWith`): both go in one write and PostgreSQL runs the COMMIT as soon as
  * the statement is done, without waiting for this process to answer. A create's last
  * statement locks the workspace's usage counter, so that lock is held for the statement and
- * the commit only, not for a turn of a busy event loop in between (docs/choices.md, "Round
+ * the commit only, not for a turn of a busy event loop in between (docs/performance.md, "Round
  * trips of a create"). A statement whose answer nothing waits for (`statementSteps`'
  * `deferred`: a create's claim, contact and events and stored response, every unit's
  * BEGIN) goes with the unit's next statement, in its write, or with its COMMIT.
@@ -170,8 +170,7 @@ const rowDescriptions = new WeakMap<PgConnection, Map<string, RowDescription>>()
  * statement, PostgreSQL keeps its result columns fixed there (a schema change that would
  * alter them fails the execution with "cached plan must not change result type"), so on
  * that connection this sends Bind and Execute only, and reads the rows with the
- * description kept from the statement's first run on it (docs/choices.md, Performance at
- * the edge).
+ * description kept from the statement's first run on it (docs/performance.md, Statements on pg).
  */
 class PreparedQuery extends Query {
   /** Statements of the unit of work sent ahead of this one, in the same write (TransactionClient.defer). */
@@ -277,7 +276,7 @@ const replannedRuns = new WeakMap<PgConnection, Map<string, number>>()
  * one, in the same write as its run. With the text kept under one name, a page of a bot's
  * submissions got a generic plan after its fifth run, and in a database of many small bots
  * that plan read and sorted all of a bot's submissions for each page: 6.6 ms for a bot of
- * 20,000 against 0.2 (docs/choices.md, Lists and cursors). Sent unnamed, PostgreSQL would
+ * 20,000 against 0.2 (docs/performance.md, Statements on pg). Sent unnamed, PostgreSQL would
  * parse it on every run: 45 us more CPU a page in PostgreSQL, 5 to 8% more in this process.
  */
 class ReplannedQuery extends PreparedQuery {
@@ -678,7 +677,7 @@ const checkoutInTransaction = (pool: Pool) =>
  * A COMMIT that failed fails with its SqlError. The client is set in the fiber's context as
  * `@effect/sql`'s transaction connection for `self`, and the context restored after it: by
  * hand, in this uninterruptible region, where `Effect.provideService` would wrap `self` in
- * a region of its own (about fifteen steps of the fiber; docs/choices.md).
+ * a region of its own (about fifteen steps of the fiber; docs/performance.md).
  */
 export const directTransaction = <A, E, R>(
   pool: Pool,
@@ -746,7 +745,7 @@ export const directTransaction = <A, E, R>(
  * On PostgreSQL it is a named prepared statement on the current unit of work's client, else
  * on the pool, and costs the fiber three steps (find the unit of work in the fiber's context,
  * send, resume with the answer), where a statement followed by a map and a mapping of its
- * errors cost about a dozen (docs/choices.md, "Statements on pg directly"). On PGlite, and
+ * errors cost about a dozen (docs/performance.md, "Statements on pg"). On PGlite, and
  * inside a transaction `@effect/sql` opened itself, it goes through SqlClient.
  */
 export type StatementStep = <A, E = never>(

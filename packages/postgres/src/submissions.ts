@@ -201,8 +201,8 @@ export const PgIntakeBotRepository = Layer.effect(
 /**
  * A row of the list, whose workspace and bot are the ones it was read for: its data text and
  * message count set on the one object built from the row, not copied into a second object
- * (a spread copy of each of fifty rows cost about a tenth of a page's CPU; docs/choices.md,
- * Performance at the edge).
+ * (a spread copy of each of fifty rows cost about a tenth of a page's CPU; docs/performance.md,
+ * Lists).
  */
 const listItemFromRow = (row: Row, workspaceId: string, intakeBotId: string): SubmissionListItem =>
   Object.assign(submissionFieldsFromRow(row, workspaceId, intakeBotId), {
@@ -253,7 +253,7 @@ const reservationText = (first: number, after?: string) =>
  * The submission keeps its messages' count, which a page reads (migration 13).
  * The submission is inserted first and the reservation reads its row, so the usage
  * counter's lock is taken after the insert, not held over it (about 5-12% more creates
- * per second under fifty at once; docs/choices.md, Round trips of a create). A reservation
+ * per second under fifty at once; docs/performance.md, Round trips of a create). A reservation
  * that got no row fails the statement (intake_quota_used_up, migration 9): the insert goes
  * with it, and a COMMIT sent with it is skipped. The count it reports is the larger of
  * the one this statement's snapshot shows and the quota: a reservation refused while it

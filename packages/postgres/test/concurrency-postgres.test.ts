@@ -162,7 +162,7 @@ describePostgres("on PostgreSQL", () => {
             onFailure: () => undefined
           }
           // A create first, so that the connection has the create's statements prepared and the
-          // stored response goes with the submission's statement (docs/choices.md).
+          // stored response goes with the submission's statement (docs/performance.md).
           yield* idempotency.run(
             requestFor("warm"),
             submissions.create(workspace.id, bot.id, { data }),

@@ -1,7 +1,7 @@
 /**
  * What one POST /v1/intake-bots/:id/submissions costs the database below the HTTP edge:
  * the statements that Idempotency.run around Submissions.create sends, as the server runs
- * them, counted at the drivers (docs/choices.md, "Round trips of a create"). At most 9 in
+ * them, counted at the drivers (docs/performance.md, "Round trips of a create"). At most 9 in
  * the common case (no replay; the contact new or known), on PostgreSQL and on PGlite; 2 on
  * PostgreSQL once the connection has prepared the create's statements, with a key or without.
  */
@@ -80,7 +80,7 @@ const measuredCreate = (
     return Object.assign(statements, { unprepared, failed: Exit.isFailure(value) })
   })
 
-/** `prepared`: every statement is a named prepared statement, BEGIN included (PostgreSQL; docs/choices.md). */
+/** `prepared`: every statement is a named prepared statement, BEGIN included (PostgreSQL; docs/performance.md). */
 const roundTripSuite = <E>(store: string, database: Layer.Layer<SqlDatabase, E>, prepared: boolean) =>
   layer(runtimeOn(database), { timeout: Duration.seconds(120) })(
     `round trips of a create on ${store}`,

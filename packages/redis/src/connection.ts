@@ -23,7 +23,8 @@ export interface RedisSettings {
   readonly url: string
   /**
    * host:port of some nodes of a Redis Cluster (REDIS_CLUSTER_NODES): the client learns
-   * the others from them and follows the cluster's redirections (docs/choices.md, Redis Cluster).
+   * the others from them and follows the cluster's redirections (docs/operations.md, Redis
+   * Cluster).
    */
   readonly clusterNodes?: ReadonlyArray<string>
   /** Put before every key and channel name, so several deployments (or test runs) share one Redis. */
@@ -143,7 +144,7 @@ interface CorkableStream {
 
 /**
  * Makes the commands sent on `client` in one turn of the event loop leave in one write
- * (docs/choices.md, Performance at the edge). Call the function it answers before each
+ * (docs/performance.md, The request path). Call the function it answers before each
  * command: the first call of a turn corks the connection's socket, and the socket is
  * uncorked once the turn's I/O callbacks have run (`setImmediate`), which writes what the
  * turn queued in one system call. Under load a turn reads many requests, each with its

@@ -1,6 +1,7 @@
 /**
- * Configuration faults: Redis answered, but with an error no retry will cure (docs/choices.md,
- * Redis faults). A time-out or a refused connection is Redis being unavailable, which the
+ * Configuration faults: Redis answered, but with an error no retry will cure
+ * (docs/operations.md, Redis faults). A time-out or a refused connection is Redis being
+ * unavailable, which the
  * limiter rides out by failing open; MOVED (a cluster node addressed as a single Redis),
  * WRONGTYPE (a key of ours holding something else), NOAUTH or WRONGPASS (a wrong password),
  * NOSCRIPT that the script's reload did not cure, and any other error reply are faults of
@@ -80,7 +81,7 @@ export const makeRedisFaults = (): RedisFaults => {
         loggedAt = now
         unlogged = 0
         yield* Effect.logError(
-          `Redis configuration fault ${code}${times}: ${reason}. Rate limits fail open until it is fixed (docs/choices.md, Redis faults)`,
+          `Redis configuration fault ${code}${times}: ${reason}. Rate limits fail open until it is fixed (docs/operations.md, Redis faults)`,
           Cause.fail(error)
         )
       }),

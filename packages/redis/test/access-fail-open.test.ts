@@ -163,7 +163,7 @@ withRedis("Access on the Redis limiter, failing open", () => {
             const until = performance.now() + timeoutMs * 3
             while (performance.now() < until) {}
           }
-          // A check sent (at the end of its turn, docs/choices.md), then the loop blocked at once:
+          // A check sent (at its turn's end, docs/performance.md), then the loop blocked at once:
           // Redis's answer waits unread in the socket while the bound passes.
           const sent = check()
           yield* Effect.promise(

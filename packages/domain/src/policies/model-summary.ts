@@ -1,5 +1,5 @@
 /**
- * The model summary's two rules (docs/choices.md, "Summaries"): what the model is asked,
+ * The model summary's two rules (docs/summaries.md): what the model is asked,
  * with the submission given as data and never as instructions; and what of its answer
  * may be stored, since that answer is untrusted text.
  */
@@ -60,7 +60,7 @@ const INVISIBLE = /[\p{Cc}\p{Cf}\p{Cs}\p{Co}]/gu
 export const MAX_MODEL_ANSWER_LENGTH = 1_000
 
 /**
- * What a stored summary may be made of (an allow-list, docs/choices.md, "Summaries"):
+ * What a stored summary may be made of (an allow-list, docs/summaries.md):
  * letters, marks, digits, spaces, dashes, quotation marks, currency signs and plain
  * punctuation. Not in it, among others: `<` `>` (no markup), `[` `]` (no markdown link),
  * backslash, braces, backticks, `=`, `|`, `^`.

@@ -50,7 +50,7 @@ export const ISO_TIMESTAMP_PIECES = 5
 /**
  * Puts isoTimestamp's text of `input` into `parts` at `at`, as ISO_TIMESTAMP_PIECES pieces
  * (the day, then the time of day from tables), for an answer written as parts joined once:
- * no string is built for it (docs/choices.md, Performance at the edge).
+ * no string is built for it (docs/performance.md, Lists).
  */
 export const putIsoTimestamp = (parts: Array<string>, at: number, input: number): void => {
   // Whole milliseconds, as a Date keeps them (it drops a fraction toward zero).

@@ -229,7 +229,7 @@ export const DeliveriesLive = Layer.effect(
     /**
      * Signs and sends; a refused address or an unreachable receiver is a failed attempt, not an
      * error. `gatedAt`: the moment a rate limit's gate let it start, which is then its `sent_at`
-     * (the gate spaces those, docs/webhooks.md, "Rate limit").
+     * (the gate spaces those, docs/webhooks.md, "How the engine sends").
      */
     const send = (endpoint: WebhookEndpoint, payload: WebhookPayload, gatedAt?: number) =>
       Effect.gen(function* () {
@@ -613,7 +613,8 @@ export const DeliveriesLive = Layer.effect(
         deliveryId: delivery.id,
         webhookId: delivery.webhookId,
         eventId: delivery.eventId,
-        // The submission and the request that raised the event (docs/rules.md, Request ids); left
+        // The submission and the request that raised the event (docs/operations.md, Request
+        // ids); left
         // undefined, the logger writes the id of the request this runs for (a test send's).
         submissionId: event?.submissionId ?? null,
         requestId: event?.requestId,

@@ -17,7 +17,7 @@ export interface LastSteps {
  * The last steps of the unit of work the fiber runs, when it takes them. A fiber-local
  * value its taker sets and resets itself (idempotency.ts), not a service provided to the
  * operation: on every create that cost a region of about fifteen steps of the fiber
- * (docs/choices.md, Performance at the edge).
+ * (docs/performance.md, The request path).
  */
 export const CurrentLastSteps: FiberRef.FiberRef<LastSteps | undefined> = FiberRef.unsafeMake<
   LastSteps | undefined

@@ -37,8 +37,13 @@ import type {
   WorkspaceStatus
 } from "../models.js"
 import type { WebhookPayload } from "../policies/event-payloads.js"
-import type { ClaimedAttempts, DispatchSources, RateLimitDecision, StoredResponse } from "../ports.js"
-import type { SummaryOutcome } from "./summaries.js"
+import type {
+  ClaimedAttempts,
+  DispatchSources,
+  RateLimitDecision,
+  StoredResponse,
+  SummaryUnavailable
+} from "../ports.js"
 
 // ---------------------------------------------------------------- shared shapes
 
@@ -203,7 +208,7 @@ export interface NewSubmission {
   readonly isTest?: boolean
   /** Only the operator interface (the conversational collector) passes messages. */
   readonly messages?: ReadonlyArray<{ readonly role: MessageRole; readonly content: string }>
-  /** The request's id, kept on the events it raises (docs/rules.md, Request ids). */
+  /** The request's id, kept on the events it raises (docs/operations.md, Request ids). */
   readonly requestId?: string
 }
 
@@ -512,6 +517,17 @@ export class Idempotency extends Context.Tag("@intake/Idempotency")<
 >() {}
 
 // ---------------------------------------------------------------- model summaries
+
+/**
+ * What one run of a job came to; the runner logs the model's state changes from it. Declared
+ * here, beside the service that answers it, so that summaries.ts (the layer) imports this
+ * file and not the other way round.
+ */
+export type SummaryOutcome =
+  | { readonly _tag: "Stored" }
+  | { readonly _tag: "Failed"; readonly failure: SummaryUnavailable; readonly retryAt: number | null }
+  /** The submission is gone, or another process took the job over. */
+  | { readonly _tag: "Dropped" }
 
 /** The summary job's use cases, for the runner of packages/delivery (see summaries.ts). */
 export class SummaryJobs extends Context.Tag("@intake/SummaryJobs")<

@@ -3,7 +3,7 @@
  * workspace and webhook endpoints, validates, takes the built-in summary, then in one unit
  * of work finds or creates the contact, appends the events with their delivery attempts
  * and, last, stores the submission within the monthly quota: all of it commits, or none of
- * it. Each of those steps is one port call, one statement on PostgreSQL (docs/choices.md,
+ * it. Each of those steps is one port call, one statement on PostgreSQL (docs/performance.md,
  * "Round trips of a create"). With a model summarizer, the same unit of work queues the
  * summary job and holds the submission.completed attempts for it (summaries.ts): no model
  * is ever asked on this path.
@@ -171,8 +171,8 @@ export const SubmissionsLive = Layer.effect(
       return Either.right(validated.right)
     }
 
-    // A chain of steps, not a generator: a create is the busiest write (docs/choices.md,
-    // Performance at the edge). Its ids come from one read of the clock.
+    // A chain of steps, not a generator: a create is the busiest write (docs/performance.md,
+    // The request path). Its ids come from one read of the clock.
     const createFor = (
       { bot, workspace, activeEndpoints, inactiveEndpoints }: IntakeTarget,
       input: NewSubmission

@@ -1,5 +1,5 @@
 /**
- * The model summary job (docs/choices.md, "Summaries"). A submission is stored with the
+ * The model summary job (docs/summaries.md). A submission is stored with the
  * built-in summary; when a model summarizer is configured, a job queued in the same unit
  * of work asks it later, outside any transaction and off the request path, with a time
  * limit and a bounded number of calls, and replaces ai_summary with the sanitized answer.
@@ -22,13 +22,6 @@ import {
 } from "../ports.js"
 import { SummaryJobs } from "./services.js"
 import { SummarySettings } from "./summary-settings.js"
-
-/** What one run of a job came to; the runner logs the model's state changes from it. */
-export type SummaryOutcome =
-  | { readonly _tag: "Stored" }
-  | { readonly _tag: "Failed"; readonly failure: SummaryUnavailable; readonly retryAt: number | null }
-  /** The submission is gone, or another process took the job over. */
-  | { readonly _tag: "Dropped" }
 
 class LostClaim extends Data.TaggedError("LostClaim") {}
 

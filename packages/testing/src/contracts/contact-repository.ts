@@ -32,7 +32,7 @@ export const contactRepositoryContract = (
     const eventsFor = (candidate: Contact) => {
       const submission = submissionRecord(intakeBotRecord(candidate.workspaceId))
       return {
-        // Raised by a request: its id is stored with each event (docs/rules.md, Request ids).
+        // Raised by a request: its id is stored with each event (docs/operations.md, Request ids).
         completed: domainEventRecord(submission, { contactId: candidate.id, requestId: "client-trace.7" }),
         created: domainEventRecord(submission, {
           type: "contact.created",
