@@ -14,7 +14,7 @@
  * the same endpoint and event), create-to-receipt latency (the create's 201 to the arrival
  * of each delivery it caused, same machine, same clock), deliveries per second, and CPU per
  * delivery of the server, the workers and PostgreSQL's backends (the receiver and the load
- * are processes of their own and not counted). docs/webhooks.md, "The engine, measured",
+ * are processes of their own and not counted). docs/webhooks.md, "How the engine sends",
  * has the figures and reads them.
  */
 import { type ChildProcess, execFileSync, fork, spawn } from "node:child_process"
