@@ -645,14 +645,18 @@ export class DeliveryRepository extends Context.Tag("@intake/DeliveryRepository"
       next: { readonly delivery: Delivery; readonly dueAt: EpochMillis } | null
     ) => Stored<boolean>
     /**
-     * Replaces claimed pending attempts by their finished records and queues the attempts
-     * that follow them, in one write. When any of them is no longer `claimToken`'s (its
-     * lease ended and another dispatcher took it), answers their ids: the caller then rolls
-     * its unit of work back and writes the others again without them.
+     * Replaces claimed pending attempts by their finished records, queues the attempts that
+     * follow them, and writes the delivery state of the endpoints `health` (status, last
+     * delivery, failure streak, circuit: as EndpointHealth.afterAttempt computed it over rows
+     * `lockEndpoints` locked), in one write. When any attempt is no longer `claimToken`'s
+     * (its lease ended and another dispatcher took it), writes none of it and answers their
+     * ids: the caller writes the others again without them. A unit of work's last step, so
+     * it may carry the commit (UnitOfWork.commitWith).
      */
     readonly completeMany: (
       attempts: ReadonlyArray<FinishedAttempt>,
-      claimToken: string
+      claimToken: string,
+      health: ReadonlyArray<WebhookEndpoint>
     ) => Stored<ReadonlyArray<string>>
     /**
      * The rate limit's gate, at the moment of sending (docs/webhooks.md, "How the engine
@@ -674,14 +678,9 @@ export class DeliveryRepository extends Context.Tag("@intake/DeliveryRepository"
     /**
      * The endpoints among `ids` that exist, their rows locked until the unit of work ends,
      * in the order of their ids (so concurrent batches lock alike and never deadlock):
-     * the outcomes of a batch of attempts are applied to them, then `saveHealth` writes them.
+     * the outcomes of a batch of attempts are applied to them, then `completeMany` writes them.
      */
     readonly lockEndpoints: (ids: ReadonlyArray<string>) => Stored<ReadonlyArray<WebhookEndpoint>>
-    /**
-     * Writes the delivery state of endpoints (status, last delivery, failure streak, circuit),
-     * as EndpointHealth.afterAttempt computed it over rows `lockEndpoints` locked.
-     */
-    readonly saveHealth: (endpoints: ReadonlyArray<WebhookEndpoint>) => Stored<void>
     /** Stores a finished attempt that never queued (test and redeliver). */
     readonly insertFinished: (delivery: Delivery) => Stored<void>
     /**

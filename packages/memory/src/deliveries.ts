@@ -141,13 +141,27 @@ export const MemoryDeliveryRepository = Layer.effect(
           writeFinished(t, write, { finished, next })
           return true
         }),
-      completeMany: (attempts, claimToken) =>
+      completeMany: (attempts, claimToken, health) =>
         db.run((t, write) => {
           const lost = attempts
             .filter(({ finished }) => t.deliveryQueue.get(finished.id)?.claimToken !== claimToken)
             .map(({ finished }) => finished.id)
           if (lost.length > 0) return lost
           for (const attempt of attempts) writeFinished(t, write, attempt)
+          for (const e of health) {
+            const current = t.webhooks.get(e.id)
+            if (current !== undefined)
+              write.set(t.webhooks, e.id, {
+                ...current,
+                status: e.status,
+                lastDeliveryAt: e.lastDeliveryAt,
+                lastDeliveryOk: e.lastDeliveryOk,
+                consecutiveFails: e.consecutiveFails,
+                failingSince: e.failingSince,
+                circuitOpenUntil: e.circuitOpenUntil,
+                updatedAt: e.updatedAt
+              })
+          }
           return []
         }),
       dispatchSources: (deliveries) =>
@@ -180,23 +194,6 @@ export const MemoryDeliveryRepository = Layer.effect(
         }),
       // One lock serializes memory transactions: reading is locking.
       lockEndpoints: (ids) => db.run((t) => [...ids].sort().flatMap((id) => t.webhooks.get(id) ?? [])),
-      saveHealth: (endpoints) =>
-        db.run((t, write) => {
-          for (const e of endpoints) {
-            const current = t.webhooks.get(e.id)
-            if (current !== undefined)
-              write.set(t.webhooks, e.id, {
-                ...current,
-                status: e.status,
-                lastDeliveryAt: e.lastDeliveryAt,
-                lastDeliveryOk: e.lastDeliveryOk,
-                consecutiveFails: e.consecutiveFails,
-                failingSince: e.failingSince,
-                circuitOpenUntil: e.circuitOpenUntil,
-                updatedAt: e.updatedAt
-              })
-          }
-        }),
       reserveSend: (webhookId, at, spacingMs) =>
         db.run((t, write) => {
           const last = t.lastSentAt.get(webhookId)

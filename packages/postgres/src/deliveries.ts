@@ -37,8 +37,7 @@ import {
   leaseStatement,
   lockEndpointsStatement,
   lockQueuedEndpoints,
-  reserveSendStatement,
-  saveHealthStatement
+  reserveSendStatement
 } from "./queue-statements.js"
 import { directTransaction, PgReads, statementSteps } from "./reads.js"
 import { eventFromRow } from "./rows.js"
@@ -317,8 +316,9 @@ export const PgDeliveryRepository = Layer.effect(
             })
           )
         ),
-      completeMany: (attempts, claimToken) =>
-        step("deliveries.completeMany", completeManyStatement(attempts, claimToken), (rows) =>
+      // A unit of work's last statement (UnitOfWork.commitWith): it may carry the COMMIT.
+      completeMany: (attempts, claimToken, health) =>
+        final("deliveries.completeMany", completeManyStatement(attempts, claimToken, health), (rows) =>
           Exit.succeed(rows.map((row) => row.id as string))
         ),
       dispatchSources: (deliveries) =>
@@ -334,11 +334,6 @@ export const PgDeliveryRepository = Layer.effect(
           : step("deliveries.lockEndpoints", lockEndpointsStatement(ids), (rows) =>
               Exit.succeed(rows.map(endpointFromRow))
             ),
-      // Its failure fails the unit of work: it goes with the unit's next statement (its COMMIT).
-      saveHealth: (endpoints) =>
-        endpoints.length === 0
-          ? Effect.void
-          : deferred("deliveries.saveHealth", saveHealthStatement(endpoints)),
       reserveSend: (webhookId, at, spacingMs) =>
         step("deliveries.reserveSend", reserveSendStatement(webhookId, at, spacingMs), ([row]) =>
           Exit.succeed(

@@ -156,18 +156,27 @@ export const lockEndpointsStatement = (ids: ReadonlyArray<string>): SqlText => (
 
 // The claim token's rows only; the ids' ANY lets the primary key serve the join (json rows
 // are estimated at a hundred, and a scan of the whole table was planned).
+// `fresh` locks the batch's attempts still held by this claim; when any is not (`lost`),
+// nothing is written and the statement answers the lost ids, so the COMMIT it carries
+// commits nothing and the caller writes the others again without them.
 const COMPLETE_MANY = `WITH input AS (
     SELECT * FROM json_to_recordset($1::json)
       AS x(id text, status text, response_status integer, response_body text, error text,
            duration_ms integer, next_retry_at timestamptz, sent_at timestamptz)
+  ), fresh AS (
+    SELECT d.id FROM deliveries d
+    WHERE d.id = ANY(string_to_array($2::text, ',')) AND d.due_at IS NOT NULL AND d.claim_token = $3
+    FOR UPDATE
+  ), lost AS (
+    SELECT i.id FROM input i WHERE NOT EXISTS (SELECT 1 FROM fresh f WHERE f.id = i.id)
   ), done AS (
     UPDATE deliveries d SET status = i.status, response_status = i.response_status,
       response_body = i.response_body, error = i.error, duration_ms = i.duration_ms,
       next_retry_at = i.next_retry_at, sent_at = i.sent_at, due_at = NULL, lease_until = NULL,
       claim_token = NULL
     FROM input i
-    WHERE d.id = ANY(string_to_array($2::text, ',')) AND d.id = i.id AND d.due_at IS NOT NULL
-      AND d.claim_token = $3
+    WHERE d.id = ANY(string_to_array($2::text, ',')) AND d.id = i.id
+      AND d.id IN (SELECT id FROM fresh) AND NOT EXISTS (SELECT 1 FROM lost)
     RETURNING d.id
   ), queued AS (
     INSERT INTO deliveries (id, webhook_id, event_id, event_type, attempt, trigger, status, created_at, due_at)
@@ -175,22 +184,36 @@ const COMPLETE_MANY = `WITH input AS (
     FROM json_to_recordset($4::json)
       AS r(id text, webhook_id text, event_id text, event_type text, attempt integer, trigger text,
            created_at timestamptz, due_at timestamptz)
+    WHERE NOT EXISTS (SELECT 1 FROM lost)
+  ), health AS (
+    UPDATE webhook_endpoints e SET status = x.status,
+      last_delivery_at = x.last_delivery_at, last_delivery_ok = x.last_delivery_ok,
+      consecutive_fails = x.consecutive_fails, failing_since = x.failing_since,
+      circuit_open_until = x.circuit_open_until, updated_at = x.updated_at
+    FROM json_to_recordset($5::json)
+      AS x(id text, status text, last_delivery_at timestamptz, last_delivery_ok boolean,
+           consecutive_fails integer, failing_since timestamptz, circuit_open_until timestamptz,
+           updated_at timestamptz)
+    WHERE e.id = x.id AND NOT EXISTS (SELECT 1 FROM lost)
   )
   SELECT i.id FROM input i, (SELECT set_config('synchronous_commit', 'off', true)) AS commit_setting
-  WHERE NOT EXISTS (SELECT 1 FROM done WHERE done.id = i.id)`
+  WHERE i.id IN (SELECT id FROM lost)`
 
 /**
- * The finished records where the claim is still `claimToken`'s, and the retries, in one
- * statement; answers the ids whose claim is not (the caller then rolls its unit of work
- * back). Its commit need not wait for the WAL flush: losing it in a crash only means the
- * attempts are sent again when their leases end (at least once holds).
+ * The finished records, their retries and the endpoints' delivery state (status, last
+ * delivery, streak, circuit: nothing else of them) in one statement, written only when the
+ * claim of every attempt is still `claimToken`'s; otherwise nothing is written and it
+ * answers the ids whose claim is not. Its commit need not wait for the WAL flush: losing it
+ * in a crash only means the attempts are sent again when their leases end (at least once
+ * holds).
  */
 export const completeManyStatement = (
   attempts: ReadonlyArray<{
     readonly finished: Delivery
     readonly next: { readonly delivery: Delivery; readonly dueAt: number } | null
   }>,
-  claimToken: string
+  claimToken: string,
+  health: ReadonlyArray<WebhookEndpoint>
 ): SqlText => ({
   text: COMPLETE_MANY,
   values: [
@@ -225,26 +248,9 @@ export const completeManyStatement = (
               }
             ]
       )
-    )
-  ]
-})
-
-const SAVE_HEALTH = `UPDATE webhook_endpoints e SET status = x.status,
-    last_delivery_at = x.last_delivery_at, last_delivery_ok = x.last_delivery_ok,
-    consecutive_fails = x.consecutive_fails, failing_since = x.failing_since,
-    circuit_open_until = x.circuit_open_until, updated_at = x.updated_at
-  FROM json_to_recordset($1::json)
-    AS x(id text, status text, last_delivery_at timestamptz, last_delivery_ok boolean,
-         consecutive_fails integer, failing_since timestamptz, circuit_open_until timestamptz,
-         updated_at timestamptz)
-  WHERE e.id = x.id`
-
-/** Endpoints' delivery state (status, last delivery, streak, circuit), nothing else of them. */
-export const saveHealthStatement = (endpoints: ReadonlyArray<WebhookEndpoint>): SqlText => ({
-  text: SAVE_HEALTH,
-  values: [
+    ),
     JSON.stringify(
-      endpoints.map((e) => ({
+      health.map((e) => ({
         id: e.id,
         status: e.status,
         last_delivery_at: isoOrNull(e.lastDeliveryAt),

@@ -496,8 +496,9 @@ export const DeliveriesLive = Layer.effect(
     /**
      * One unit of work for a batch of attempts: the endpoints' rows locked (in id order), each
      * outcome applied in turn (EndpointHealth.afterAttempt), retries queued for the endpoints
-     * still active, every finished record and retry written in one statement, the endpoints
-     * in another. Fails with LostClaims, writing nothing, when another dispatcher took any over.
+     * still active, every finished record, retry and endpoint state written in one statement,
+     * which usually carries the commit. Fails with LostClaims, writing nothing, when another
+     * dispatcher took any over.
      */
     const writeBatch = (made: ReadonlyArray<AttemptMade>, claimToken: string) =>
       uow.transaction(
@@ -530,11 +531,20 @@ export const DeliveriesLive = Layer.effect(
             const next = after.status === "active" ? retryOf(m) : null
             return [{ finished: finishedAttempt(m.delivery, m.result, next?.dueAt ?? null), next }]
           })
-          const lost = written.length === 0 ? [] : yield* repository.completeMany(written, claimToken)
-          if (lost.length > 0) return yield* new LostClaims({ ids: lost })
           const expired = made.flatMap((m) => (m._tag === "Expired" ? [m.delivery.id] : []))
+          if (written.length > 0) {
+            const complete = repository.completeMany(
+              written,
+              claimToken,
+              [...changed].map((id) => health.get(id)!)
+            )
+            // Usually the unit's last statement, so it carries the commit: one round trip less.
+            const last = expired.length === 0 && disabled.length === 0
+            const lost = yield* last ? uow.commitWith(complete) : complete
+            // Nothing of the batch was written: it is written again without them.
+            if (lost.length > 0) return yield* new LostClaims({ ids: lost })
+          }
           if (expired.length > 0) yield* repository.release(expired, claimToken)
-          if (changed.size > 0) yield* repository.saveHealth([...changed].map((id) => health.get(id)!))
           const notices = yield* Effect.forEach(disabled, (d) =>
             queueDisabledNotice(d.endpoint, d.reason, d.at)
           )

@@ -513,7 +513,7 @@ export const deliveryRepositoryContract = (name: string, theLayer: Layer.Layer<P
         expect(rest.more).toBe(false)
       }))
 
-    test("completeMany writes finished attempts and their retries together, or answers the claims it lost", () =>
+    test("completeMany writes finished attempts, their retries and the endpoints' state together, or nothing and the claims it lost", () =>
       Effect.gen(function* () {
         const repo = yield* DeliveryRepository
         const uow = yield* UnitOfWork
@@ -528,48 +528,61 @@ export const deliveryRepositoryContract = (name: string, theLayer: Layer.Layer<P
           { finished: doneA, next: null },
           { finished: failedB, next: { delivery: retry, dueAt: 5_000 } }
         ]
-        // Another token's batch: every claim is lost, and the unit of work it ran in wrote nothing.
-        const lost = yield* uow
-          .transaction(
-            Effect.flatMap(repo.completeMany(batch, "theirs"), (lostIds) =>
-              lostIds.length > 0 ? Effect.fail(lostIds) : Effect.succeed(lostIds)
-            )
+        const failing = {
+          ...endpoint,
+          description: "not written by completeMany",
+          lastDeliveryAt: 10,
+          lastDeliveryOk: false,
+          consecutiveFails: 1,
+          failingSince: 10,
+          updatedAt: 10
+        }
+        const stored = () =>
+          Effect.map(
+            Effect.flatMap(WebhookRepository, (webhooks) =>
+              webhooks.findInWorkspace(endpoint.workspaceId, endpoint.id)
+            ),
+            Option.getOrThrow
           )
-          .pipe(Effect.flip)
+        // Another token's batch: every claim is lost, and nothing of it is written, the
+        // endpoint's state included, even as its unit of work's last statement (with the commit).
+        const lost = yield* uow.transaction(uow.commitWith(repo.completeMany(batch, "theirs", [failing])))
         expect([...lost].sort()).toEqual(ids([a!, b!]))
         expect(yield* repo.findInWebhook(endpoint.id, retry.id)).toEqual(Option.none())
-        expect(yield* uow.transaction(repo.completeMany(batch, "mine"))).toEqual([])
+        expect(yield* stored()).toEqual(endpoint)
+        // One of the two lost (a claim that is not this token's): still nothing written.
+        expect(
+          yield* uow.transaction(
+            repo.completeMany(
+              [...batch, { finished: aDelivery({ webhookId: endpoint.id }), next: null }],
+              "mine",
+              [failing]
+            )
+          )
+        ).toHaveLength(1)
+        expect(yield* repo.findInWebhook(endpoint.id, retry.id)).toEqual(Option.none())
+        expect(yield* stored()).toEqual(endpoint)
+        expect(yield* uow.transaction(uow.commitWith(repo.completeMany(batch, "mine", [failing])))).toEqual(
+          []
+        )
         expect(yield* repo.findInWebhook(endpoint.id, a!.id)).toEqual(Option.some(doneA))
         expect(yield* repo.findInWebhook(endpoint.id, b!.id)).toEqual(Option.some(failedB))
         expect(yield* repo.findInWebhook(endpoint.id, retry.id)).toEqual(
           Option.some({ ...retry, nextRetryAt: 5_000 })
         )
+        // Its delivery state only: the description is not completeMany's to write.
+        expect(yield* stored()).toEqual({ ...failing, description: endpoint.description })
         expect(ids(yield* repo.claimDue(5_000, 10, LEASE, "next"))).toEqual([retry.id])
       }))
 
-    test("lockEndpoints reads the existing endpoints in id order; saveHealth writes their delivery state only", () =>
+    test("lockEndpoints reads the existing endpoints in id order", () =>
       Effect.gen(function* () {
         const repo = yield* DeliveryRepository
         const uow = yield* UnitOfWork
         const [x, y] = [yield* givenEndpoint(), yield* givenEndpoint()]
         const locked = yield* uow.transaction(repo.lockEndpoints([y.id, uniqueId("wh"), x.id]))
         expect(locked.map((e) => e.id)).toEqual([x.id, y.id].sort())
-        const failing = {
-          ...x,
-          description: "not written by saveHealth",
-          status: "disabled" as const,
-          lastDeliveryAt: 7_000,
-          lastDeliveryOk: false,
-          consecutiveFails: 3,
-          failingSince: 1_000,
-          circuitOpenUntil: 40_000,
-          updatedAt: 7_000
-        }
-        yield* uow.transaction(repo.saveHealth([failing]))
-        const stored = Option.getOrThrow(
-          yield* (yield* WebhookRepository).findInWorkspace(x.workspaceId, x.id)
-        )
-        expect(stored).toEqual({ ...failing, description: x.description })
+        expect(locked.find((e) => e.id === x.id)).toEqual(x)
       }))
 
     test("the rate limit's send gate lets one send start per spacing, and says when the next may", () =>
