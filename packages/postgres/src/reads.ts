@@ -19,6 +19,10 @@
  * trips of a create"). A statement whose answer nothing waits for (`statementSteps`'
  * `deferred`: a create's claim, contact and events and stored response, every unit's
  * BEGIN) goes with the unit's next statement, in its write, or with its COMMIT.
+ *
+ * Behind a transaction-mode pooler (PgReads' `poolMode`, docs/deploy-postgres.md) no
+ * statement is named: each is parsed with its run, in the same write, and nothing is
+ * carried but a final statement's COMMIT; the choice is made once, when the layer is built.
  */
 import { createHash } from "node:crypto"
 import { connect } from "node:net"
@@ -57,10 +61,25 @@ export const statement = (strings: TemplateStringsArray, ...values: ReadonlyArra
   return { text, values }
 }
 
-/** The pg pool of a PostgreSQL database, for statements sent to it directly. */
-export class PgReads extends Context.Tag("@intake/postgres/PgReads")<PgReads, { readonly pool: Pool }>() {}
+/**
+ * What sits between Intake and PostgreSQL (docs/deploy-postgres.md, PgBouncer): `session`, a
+ * direct connection or a session-mode pooler, where a connection keeps its session; or
+ * `transaction`, a transaction-mode pooler (PgBouncer), which may give each transaction, and
+ * each statement outside one, another server session. There no statement is named: a
+ * statement prepared under a name on one session is not prepared on the next.
+ */
+export type PoolMode = "session" | "transaction"
 
-export const makePgReads = (pool: Pool): PgReads["Type"] => ({ pool })
+/** The pg pool of a PostgreSQL database, for statements sent to it directly, and what is between them. */
+export class PgReads extends Context.Tag("@intake/postgres/PgReads")<
+  PgReads,
+  { readonly pool: Pool; readonly poolMode: PoolMode }
+>() {}
+
+export const makePgReads = (pool: Pool, poolMode: PoolMode = "session"): PgReads["Type"] => ({
+  pool,
+  poolMode
+})
 
 // One name per statement text: pg prepares it once per connection, then only binds.
 const names = new Map<string, string>()
@@ -307,6 +326,9 @@ class ReplannedQuery extends PreparedQuery {
  * A named prepared statement as a PreparedQuery, built from its text: given a config
  * object, pg copies it (every property descriptor) on each statement, which cost about 2%
  * of a create's CPU; given a text it copies nothing, and the name is set on the query.
+ * Named "" (UNNAMED, behind a transaction-mode pooler), it is PostgreSQL's unnamed statement,
+ * parsed with each run and in the same write (Parse, Bind, Describe, Execute, Sync), on the
+ * extended protocol even without values, so that a CommittingQuery still carries its COMMIT.
  */
 const preparedQuery = (
   name: string,
@@ -316,8 +338,13 @@ const preparedQuery = (
 ): PreparedQuery => {
   const query = new kind(text, withIsoDates(values))
   ;(query as { name?: string }).name = name
+  if (name === UNNAMED) (query as { queryMode?: string }).queryMode = "extended"
   return query
 }
+
+/** The name of PostgreSQL's unnamed statement: it lasts until the session's next Parse. */
+const UNNAMED = ""
+const unnamed = (_text: string) => UNNAMED
 
 /**
  * The values with each valid Date as its ISO text: the same instant as the text pg writes
@@ -639,7 +666,7 @@ const beginFailed = (error: SqlError) => Exit.fail(storageFailure("transaction",
  * interrupted goes back to the pool at once (dropped once BEGIN was sent: its session is in
  * a transaction).
  */
-const checkoutInTransaction = (pool: Pool) =>
+const checkoutInTransaction = ({ pool, poolMode }: PgReads["Type"]) =>
   Effect.async<TransactionClient, SqlError>((resume) => {
     let abandoned = false
     pool.connect((error, client, release) => {
@@ -651,10 +678,13 @@ const checkoutInTransaction = (pool: Pool) =>
         )
       if (abandoned) return release()
       const connection = new TransactionClient(client)
-      if (connection.deferBegin()) return resume(Exit.succeed(connection))
+      // Behind a transaction-mode pooler BEGIN is not named, so never carried: it goes on its own.
+      if (poolMode === "session" && connection.deferBegin()) return resume(Exit.succeed(connection))
       connection.sent = true
       client.query(
-        preparedQuery(BEGIN_NAME, BEGIN.text, []) as unknown as QueryConfig,
+        (poolMode === "session"
+          ? preparedQuery(BEGIN_NAME, BEGIN.text, [])
+          : { text: BEGIN.text }) as unknown as QueryConfig,
         (beginError: Error | undefined) => {
           if (beginError) {
             connection.release(beginError)
@@ -681,11 +711,11 @@ const checkoutInTransaction = (pool: Pool) =>
  * a region of its own (about fifteen steps of the fiber; docs/choices.md).
  */
 export const directTransaction = <A, E, R>(
-  pool: Pool,
+  reads: PgReads["Type"],
   self: Effect.Effect<A, E, R>
 ): Effect.Effect<A, E | SqlError | StorageUnavailable, R> =>
   Effect.uninterruptibleMask((restore) =>
-    Effect.flatMap(restore(checkoutInTransaction(pool)), (connection) =>
+    Effect.flatMap(restore(checkoutInTransaction(reads)), (connection) =>
       Effect.withFiberRuntime<A, E | SqlError | StorageUnavailable, R>((fiber) => {
         const release = (error?: Error) => connection.release(error)
         const outer = fiber.currentContext
@@ -792,6 +822,11 @@ export const statementSteps: Effect.Effect<
   never,
   SqlClient.SqlClient
 > = Effect.zipWith(SqlClient.SqlClient, Effect.serviceOption(PgReads), (sql, reads) => {
+  // Chosen once, for the layer: behind a transaction-mode pooler every statement is unnamed,
+  // which PostgreSQL plans for each run's values anyway (no ReplannedQuery needed).
+  const pooled = Option.isSome(reads) && reads.value.poolMode === "transaction"
+  const nameFor = pooled ? unnamed : nameOf
+  const replanned = pooled ? PreparedQuery : ReplannedQuery
   const via =
     (kind: StepKind): StatementStep =>
     <A, E = never>(
@@ -817,14 +852,9 @@ export const statementSteps: Effect.Effect<
         if (connection !== undefined && !(connection instanceof TransactionClient)) return viaSqlClient()
         const answered = (error: Error | undefined, result: QueryResult) =>
           error ? onError(failed(error)) : decode(result.rows as ReadonlyArray<Row>)
-        const name = nameOf(statement.text)
+        const name = nameFor(statement.text)
         if (kind === "planned") {
-          const query = preparedQuery(
-            name,
-            statement.text,
-            statement.values as Array<unknown>,
-            ReplannedQuery
-          )
+          const query = preparedQuery(name, statement.text, statement.values as Array<unknown>, replanned)
           return connection === undefined
             ? sendThen<A, E | StorageUnavailable>(pool, query, undefined, answered)
             : connection.sendThen(query, answered)
