@@ -21,8 +21,9 @@
  * BEGIN) goes with the unit's next statement, in its write, or with its COMMIT.
  *
  * Behind a transaction-mode pooler (PgReads' `poolMode`, docs/deploy-postgres.md) no
- * statement is named: each is parsed with its run, in the same write, and nothing is
- * carried but a final statement's COMMIT; the choice is made once, when the layer is built.
+ * statement is named: each is parsed with its run, in the same write (Parse, Bind, Execute
+ * for each carried one, then its own, one Sync), so a unit of work takes as many round trips
+ * as on a direct connection; the choice is made once, when the layer is built.
  */
 import { createHash } from "node:crypto"
 import { connect } from "node:net"
@@ -202,8 +203,10 @@ class PreparedQuery extends Query {
   prepare(connection: PgConnection) {
     // pg's Query.submit corks the socket around prepare: all of it goes in one write.
     this.carriedLeft = this.carried.length
-    // Bind and Execute only: a statement is carried once it is prepared on this connection.
+    // Bind and Execute only: a statement is carried once it is prepared on this connection;
+    // unnamed (behind a transaction-mode pooler), it is parsed first, in the same write.
     for (const carried of this.carried) {
+      if (carried.name === UNNAMED) connection.parse({ text: carried.text, name: UNNAMED, types: [] })
       connection.bind({ portal: "", statement: carried.name, values: carried.values, binary: false })
       connection.execute({ portal: "", rows: undefined })
     }
@@ -484,7 +487,11 @@ export class TransactionClient implements Connection {
    * has no listener of the pool's, and pg emits a lost connection as an `error` event even
    * while a statement (BEGIN included) waits for its answer; unheard, it ends the process.
    */
-  constructor(readonly client: PoolClient) {
+  constructor(
+    readonly client: PoolClient,
+    /** Behind a transaction-mode pooler: its statements are unnamed, parsed with each run (PgReads' poolMode). */
+    private readonly unnamed = false
+  ) {
     client.on("error", this.onError)
   }
   private readonly onError = (error: Error) => {
@@ -551,12 +558,18 @@ export class TransactionClient implements Connection {
   }
   /** Defers this unit of work's BEGIN when the connection has it prepared (checkoutInTransaction); tells whether it did. */
   deferBegin(): boolean {
-    if (!this.canCarry(BEGIN_NAME)) return false
-    this.deferred.push({ name: BEGIN_NAME, text: BEGIN.text, values: [], onError: beginFailed })
+    const begin = this.unnamed ? UNNAMED_BEGIN : NAMED_BEGIN
+    if (!this.canCarry(begin.name)) return false
+    this.deferred.push(begin)
     return true
   }
-  /** Whether the statement `name` is prepared on this connection and known to answer no rows. */
+  /**
+   * Whether the statement `name` is prepared on this connection and known to answer no rows.
+   * Unnamed, any is carried, parsed with its run: a deferred statement answers no rows (a
+   * row it would answer is not read: PreparedQuery.handleDataRow).
+   */
   private canCarry(name: string): boolean {
+    if (this.unnamed) return true
     const connection = (this.client as unknown as { readonly connection: PgConnection }).connection
     return (
       connection.parsedStatements[name] !== undefined &&
@@ -565,7 +578,7 @@ export class TransactionClient implements Connection {
   }
   /** Whether statements other than a deferred BEGIN wait for the next one. */
   get deferredBeyondBegin() {
-    return this.deferred.some((deferred) => deferred.name !== BEGIN_NAME)
+    return this.deferred.some((deferred) => deferred !== NAMED_BEGIN && deferred !== UNNAMED_BEGIN)
   }
   /** Whether statements wait for the next one (defer). */
   get hasDeferred() {
@@ -657,11 +670,20 @@ const unclaimed = new Error("a transaction's client came back to a fiber that wa
 const BEGIN: SqlText = { text: "BEGIN", values: [] }
 const BEGIN_NAME = nameOf(BEGIN.text)
 const beginFailed = (error: SqlError) => Exit.fail(storageFailure("transaction", error))
+/** BEGIN deferred to a unit of work's first statement (TransactionClient.deferBegin): named, or unnamed behind a transaction-mode pooler. */
+const NAMED_BEGIN: DeferredStatement = {
+  name: BEGIN_NAME,
+  text: BEGIN.text,
+  values: [],
+  onError: beginFailed
+}
+const UNNAMED_BEGIN: DeferredStatement = { name: UNNAMED, text: BEGIN.text, values: [], onError: beginFailed }
 
 /**
  * A client of the pool for a unit of work, its BEGIN deferred to the unit's first statement
  * (TransactionClient.defer): one round trip less. On a connection that has not prepared
- * BEGIN yet, BEGIN is sent now, on its own, as a named statement to be carried next time.
+ * BEGIN yet, BEGIN is sent now, on its own, as a named statement to be carried next time;
+ * unnamed (behind a transaction-mode pooler), it is always carried, parsed with it.
  * A client that arrives, or whose BEGIN is answered, after the fiber waiting for it was
  * interrupted goes back to the pool at once (dropped once BEGIN was sent: its session is in
  * a transaction).
@@ -677,14 +699,11 @@ const checkoutInTransaction = ({ pool, poolMode }: PgReads["Type"]) =>
           )
         )
       if (abandoned) return release()
-      const connection = new TransactionClient(client)
-      // Behind a transaction-mode pooler BEGIN is not named, so never carried: it goes on its own.
-      if (poolMode === "session" && connection.deferBegin()) return resume(Exit.succeed(connection))
+      const connection = new TransactionClient(client, poolMode === "transaction")
+      if (connection.deferBegin()) return resume(Exit.succeed(connection))
       connection.sent = true
       client.query(
-        (poolMode === "session"
-          ? preparedQuery(BEGIN_NAME, BEGIN.text, [])
-          : { text: BEGIN.text }) as unknown as QueryConfig,
+        preparedQuery(BEGIN_NAME, BEGIN.text, []) as unknown as QueryConfig,
         (beginError: Error | undefined) => {
           if (beginError) {
             connection.release(beginError)
