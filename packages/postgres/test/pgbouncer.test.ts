@@ -48,12 +48,13 @@ const throughBouncer = (
   bouncer: PgBouncer,
   database: { readonly name: string; readonly url: string },
   poolMode: PoolMode,
-  maxConnections = 10
+  maxConnections = 10,
+  directUrl = database.url
 ) =>
   layerPostgres({
     url: Redacted.make(bouncer.urlOf(database.name)),
     poolMode,
-    directUrl: Redacted.make(database.url),
+    directUrl: Redacted.make(directUrl),
     maxConnections
   })
 
@@ -137,20 +138,40 @@ withPgBouncer("PgBouncer", () =>
     it.live("LISTEN goes straight to PostgreSQL: a NOTIFY through the bouncer wakes it up", () =>
       Effect.gen(function* () {
         const { bouncer, database } = yield* Setup
-        const woken = yield* Effect.gen(function* () {
+        // The direct URL names its sessions, so that PostgreSQL shows which one listens.
+        const direct = new URL(database.url)
+        direct.searchParams.set("application_name", "intake-direct")
+        const { woken, listening } = yield* Effect.gen(function* () {
           const wakeups = yield* DeliveryWakeups
           // The listener may still be connecting: notified until one wake-up comes.
-          return yield* wakeups.next.pipe(
+          const woken = yield* wakeups.next.pipe(
             Effect.raceFirst(Effect.forever(Effect.zipRight(wakeups.notify, Effect.sleep("100 millis")))),
             Effect.timeout("10 seconds"),
             Effect.as(true)
           )
+          const listening = yield* Effect.promise(async () => {
+            const client = new Client({ connectionString: database.url })
+            await client.connect()
+            try {
+              const { rows } = await client.query<{ application_name: string }>(
+                "SELECT application_name FROM pg_stat_activity WHERE datname = $1 AND query LIKE 'LISTEN %'",
+                [database.name]
+              )
+              return rows.map((row) => row.application_name)
+            } finally {
+              await client.end()
+            }
+          })
+          return { woken, listening }
         }).pipe(
           Effect.provide(
-            PgDeliveryWakeups.pipe(Layer.provideMerge(throughBouncer(bouncer, database, "transaction")))
+            PgDeliveryWakeups.pipe(
+              Layer.provideMerge(throughBouncer(bouncer, database, "transaction", 10, direct.toString()))
+            )
           )
         )
         expect(woken).toBe(true)
+        expect(listening).toEqual(["intake-direct"])
       }).pipe(Effect.provide(setup))
     )
   })
