@@ -13,7 +13,7 @@
 
 /** Test files and what only they use: test folders, packages/testing, adapters' src/testing.ts (and redis's testing-cluster.ts), the benchmarks. */
 const TEST_ONLY =
-  "(^(packages|apps)/[^/]+/test/)|(^packages/testing/)|(^packages/[^/]+/src/testing(-cluster)?\\.ts$)|(^bench/)"
+  "(^(packages|apps)/[^/]+/test/)|(^packages/testing/)|(^packages/[^/]+/src/testing(-cluster|-pgbouncer)?\\.ts$)|(^bench/)"
 const ADAPTERS = "^packages/(memory|postgres|redis|node)/"
 /** An npm package: its resolved path ends in node_modules/<name>/ (in pnpm's store or a plain folder). */
 const npm = (names) => `(^|/)node_modules/(${names})/`
@@ -101,7 +101,7 @@ module.exports = {
         "packages/testing and the adapters' src/testing.ts (@intake/<adapter>/testing) are for test files; production code never loads them.",
       severity: "error",
       from: { pathNot: TEST_ONLY },
-      to: { path: "(^packages/testing/)|(^packages/[^/]+/src/testing(-cluster)?\\.ts$)" }
+      to: { path: "(^packages/testing/)|(^packages/[^/]+/src/testing(-cluster|-pgbouncer)?\\.ts$)" }
     },
     {
       name: "no-circular",

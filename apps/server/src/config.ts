@@ -11,6 +11,7 @@ import {
 } from "@intake/delivery"
 import { ClientAddress, type DeliveryIsolation, RetrySchedule } from "@intake/domain/internal"
 import { logLevelConfig } from "@intake/node"
+import { databaseSettings, type PoolMode } from "@intake/postgres"
 import { Config, ConfigError, Duration, Either, type LogLevel, Option, Redacted } from "effect"
 import { MAX_BODY_BYTES } from "./body.js"
 import { type CorsOrigins, parseCorsOrigins } from "./cors.js"
@@ -19,6 +20,10 @@ import { type AdmissionBounds, DEFAULT_ADMISSION } from "./server.js"
 export interface ServerConfig {
   readonly port: number
   readonly databaseUrl: Option.Option<Redacted.Redacted>
+  /** DATABASE_POOL_MODE: `transaction` when DATABASE_URL is a transaction-mode pooler (docs/deploy-postgres.md). */
+  readonly databasePoolMode: PoolMode
+  /** DATABASE_DIRECT_URL: straight to PostgreSQL, for LISTEN and the migrations. */
+  readonly databaseDirectUrl: Option.Option<Redacted.Redacted>
   readonly dataDir: string
   readonly redisUrl: Option.Option<Redacted.Redacted>
   /** REDIS_CLUSTER_NODES: host:port of Redis Cluster nodes, instead of REDIS_URL (empty: none). */
@@ -180,7 +185,7 @@ const clusterNodes = Config.string("REDIS_CLUSTER_NODES").pipe(
 
 const settings = Config.all({
   port: Config.port("PORT").pipe(Config.withDefault(3000)),
-  databaseUrl: optionalSecret("DATABASE_URL"),
+  database: databaseSettings,
   dataDir: Config.string("INTAKE_DATA_DIR").pipe(Config.withDefault(".data")),
   redisUrl: optionalSecret("REDIS_URL"),
   redisClusterNodes: clusterNodes,
@@ -217,7 +222,7 @@ const settings = Config.all({
 })
 
 export const serverConfig: Config.Config<ServerConfig> = settings.pipe(
-  Config.mapOrFail((config) =>
+  Config.mapOrFail(({ database, ...config }) =>
     Option.isSome(config.redisUrl) && config.redisClusterNodes.length > 0
       ? Either.left(
           ConfigError.InvalidData(
@@ -225,7 +230,12 @@ export const serverConfig: Config.Config<ServerConfig> = settings.pipe(
             "set either REDIS_URL (one Redis) or REDIS_CLUSTER_NODES (a Redis Cluster), not both"
           )
         )
-      : Either.right(config)
+      : Either.right({
+          ...config,
+          databaseUrl: database.url,
+          databasePoolMode: database.poolMode,
+          databaseDirectUrl: database.directUrl
+        })
   )
 )
 

@@ -9,6 +9,7 @@ import "@intake/node/gc-tuning"
 import * as Path from "node:path"
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import { loggingLayer } from "@intake/node"
+import { poolSettings } from "@intake/postgres"
 import { Console, Duration, Effect, Layer, Option } from "effect"
 import { describeConfigError, serverConfig, wantsDemo } from "./config.js"
 import { StoreStatus } from "./database.js"
@@ -35,7 +36,8 @@ const program = Effect.gen(function* () {
       webhookDisableAfterMs: Duration.toMillis(config.webhookDisableAfter),
       webhookIsolation: config.webhookIsolation,
       webhookRetentionMs: Duration.toMillis(config.webhookRetention),
-      summarizer: config.summarizer
+      summarizer: config.summarizer,
+      databasePool: poolSettings({ poolMode: config.databasePoolMode, directUrl: config.databaseDirectUrl })
     }
   )
   const server = serverLayer({

@@ -27,6 +27,7 @@ import { MetricsLive, NodePlatformLive } from "@intake/node"
 import {
   databaseIsEmpty,
   PglitePortsLive,
+  type PostgresConfig,
   PostgresPortsLive,
   pgPortsOn,
   pingDatabase,
@@ -64,6 +65,8 @@ export interface RuntimeOptions {
   readonly databaseWatchInterval?: Duration.DurationInput
   /** On PostgreSQL: the longest wait for a statement's answer; the adapter's 30 s when omitted. */
   readonly databaseQueryTimeout?: Duration.DurationInput
+  /** On PostgreSQL: DATABASE_POOL_MODE and DATABASE_DIRECT_URL (docs/deploy-postgres.md); a direct connection when omitted. */
+  readonly databasePool?: Pick<PostgresConfig, "poolMode" | "directUrl">
 }
 
 /** Where Redis is: one server's URL, or some nodes of a cluster. */
@@ -209,6 +212,7 @@ export const postgresRuntime = (url: Redacted.Redacted, options: RuntimeOptions)
   onSql(
     PostgresPortsLive({
       url,
+      ...options.databasePool,
       ...(options.databaseQueryTimeout === undefined ? {} : { queryTimeout: options.databaseQueryTimeout })
     }),
     "PostgreSQL",

@@ -25,14 +25,15 @@ import {
 import { WebhookSettings } from "@intake/domain"
 import { InProcessLive } from "@intake/memory"
 import { loggingLayer, logLevelConfig, MetricsLive, NodePlatformLive } from "@intake/node"
-import { PostgresPortsLive, pingDatabase } from "@intake/postgres"
+import { databaseSettings, PostgresPortsLive, pingDatabase, poolSettings } from "@intake/postgres"
 import { Cause, Config, ConfigError, Console, Effect, Layer, Option } from "effect"
 
 const program = Effect.gen(function* () {
   const config = yield* deliveryConfig
   const logLevel = yield* logLevelConfig
   const summaries = summarizerLayers(yield* summarizerConfig)
-  const databaseUrl = yield* Config.option(Config.redacted("DATABASE_URL"))
+  const database = yield* databaseSettings
+  const databaseUrl = database.url
   // docs/operations.md, Metrics: GET /metrics on a port of its own, this machine only by default.
   const metricsPort = yield* Config.option(
     Config.integer("WORKER_METRICS_PORT").pipe(
@@ -47,7 +48,7 @@ const program = Effect.gen(function* () {
     )
     return yield* Effect.fail("DATABASE_URL is not set")
   }
-  const ports = PostgresPortsLive({ url: databaseUrl.value }).pipe(
+  const ports = PostgresPortsLive({ url: databaseUrl.value, ...poolSettings(database) }).pipe(
     Layer.provideMerge(Layer.merge(InProcessLive, NodePlatformLive))
   )
   const engine = deliveryEngine({

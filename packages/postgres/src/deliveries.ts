@@ -180,7 +180,7 @@ export const PgDeliveryRepository = Layer.effect(
     const reads = yield* Effect.serviceOption(PgReads)
     /** A claim's own transaction: on PostgreSQL on a client of the pool, its BEGIN sent with its first statement. */
     const transaction = <A, E, R>(self: Effect.Effect<A, E, R>) =>
-      Option.isSome(reads) ? directTransaction(reads.value.pool, self) : sql.withTransaction(self)
+      Option.isSome(reads) ? directTransaction(reads.value, self) : sql.withTransaction(self)
     /**
      * The backlogs at `now` of the endpoints with pending attempts (all of them, or those of
      * `only`), with up to `waitingMax` of each one's due waiting attempts counted.

@@ -3,6 +3,8 @@
  * PGlite, their database client layers, the migrations and the database checks. The
  * repositories behind the ports are not exported: they change with the schema.
  */
+
+export * from "./config.js"
 export * from "./database-status.js"
 export * from "./migrations.js"
 export * from "./migrator.js"

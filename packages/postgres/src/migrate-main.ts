@@ -13,7 +13,8 @@ import { layerPglite } from "./pglite-client.js"
 export const embeddedDataDir = (env: NodeJS.ProcessEnv = process.env): string =>
   Path.resolve(env.INIT_CWD ?? process.cwd(), env.INTAKE_DATA_DIR ?? ".data")
 
-const databaseUrl = process.env.DATABASE_URL
+// Straight to PostgreSQL when a pooler is in front of it (docs/deploy-postgres.md).
+const databaseUrl = process.env.DATABASE_DIRECT_URL || process.env.DATABASE_URL
 const database =
   databaseUrl !== undefined && databaseUrl !== ""
     ? PgClient.layer({ url: Redacted.make(databaseUrl) })

@@ -15,6 +15,10 @@
  *   session ended by PostgreSQL, its locks (a workspace's usage row, a bot's counter row)
  *   released, and the other servers' writes go on within seconds; a lock still not granted
  *   after `lockTimeout` fails its statement, which answers the sanitized 500 (docs/choices.md).
+ * - `poolMode: "transaction"`: `url` is a transaction-mode pooler (PgBouncer): statements go
+ *   unnamed (reads.ts), the two timeouts above are not sent as startup parameters (PgBouncer
+ *   1.18 refuses a connection that sends them; set them on the role or in the pooler), and
+ *   LISTEN and the migrations use `directUrl`, straight to PostgreSQL (docs/deploy-postgres.md).
  */
 
 import { SqlError } from "@effect/sql/SqlError"
@@ -24,10 +28,16 @@ import { Context, Duration, Effect, Layer, Redacted } from "effect"
 import { Pool, type PoolClient } from "pg"
 import { reconnectingListen } from "./listen.js"
 import { poolTypes } from "./pg-types.js"
-import { makePgReads, PgReads } from "./reads.js"
+import { makePgReads, PgReads, type PoolMode } from "./reads.js"
+
+export type { PoolMode } from "./reads.js"
 
 export interface PostgresConfig {
   readonly url: Redacted.Redacted
+  /** What `url` points at: PostgreSQL or a session-mode pooler (`session`, the default), or a transaction-mode pooler. */
+  readonly poolMode?: PoolMode
+  /** Straight to PostgreSQL, for LISTEN and the migrations (runtime.ts); `url` when omitted. */
+  readonly directUrl?: Redacted.Redacted
   /** How long to wait for a connection (a new one, or a turn on a busy one); DEFAULT_CONNECT_TIMEOUT when omitted. */
   readonly connectTimeout?: Duration.DurationInput
   /** Longest wait for a statement's answer; DEFAULT_QUERY_TIMEOUT when omitted. */
@@ -107,24 +117,31 @@ class GuardedPool extends Pool {
   }
 }
 
-/** The options of every connection: the pool's, and LISTEN's (listen.ts). */
-const connectionOptions = (config: PostgresConfig) => ({
-  connectionString: Redacted.value(config.url),
+/**
+ * The options of a connection to `url`: the pool's, and LISTEN's (listen.ts). `pooled`: to
+ * a transaction-mode pooler, which is sent no startup parameter it would refuse.
+ */
+const connectionOptions = (config: PostgresConfig, url: Redacted.Redacted, pooled: boolean) => ({
+  connectionString: Redacted.value(url),
   application_name: "@effect/sql-pg",
   connectionTimeoutMillis: Duration.toMillis(config.connectTimeout ?? DEFAULT_CONNECT_TIMEOUT),
   query_timeout: Duration.toMillis(config.queryTimeout ?? DEFAULT_QUERY_TIMEOUT),
   keepAlive: true,
   keepAliveInitialDelayMillis: KEEPALIVE_DELAY_MS,
   // Sent as startup parameters: every session has them from its first statement.
-  idle_in_transaction_session_timeout: Duration.toMillis(
-    config.idleInTransactionTimeout ?? DEFAULT_IDLE_IN_TRANSACTION_TIMEOUT
-  ),
-  lock_timeout: Duration.toMillis(config.lockTimeout ?? DEFAULT_LOCK_TIMEOUT)
+  ...(pooled
+    ? {}
+    : {
+        idle_in_transaction_session_timeout: Duration.toMillis(
+          config.idleInTransactionTimeout ?? DEFAULT_IDLE_IN_TRANSACTION_TIMEOUT
+        ),
+        lock_timeout: Duration.toMillis(config.lockTimeout ?? DEFAULT_LOCK_TIMEOUT)
+      })
 })
 
 const makePool = (config: PostgresConfig) => {
   const pool = new GuardedPool({
-    ...connectionOptions(config),
+    ...connectionOptions(config, config.url, config.poolMode === "transaction"),
     ...(config.maxConnections === undefined ? {} : { max: config.maxConnections }),
     types: poolTypes
   })
@@ -165,12 +182,16 @@ export const layerPostgres = (config: PostgresConfig) =>
           Layer.tap((context) =>
             Effect.sync(() => {
               Object.assign(Context.get(context, PgClient.PgClient), {
-                listen: reconnectingListen(connectionOptions(config))
+                listen: reconnectingListen(
+                  config.directUrl === undefined
+                    ? connectionOptions(config, config.url, config.poolMode === "transaction")
+                    : connectionOptions(config, config.directUrl, false)
+                )
               })
             })
           )
         ),
-        Layer.succeed(PgReads, makePgReads(pool)),
+        Layer.succeed(PgReads, makePgReads(pool, config.poolMode)),
         Layer.succeed(ConnectionPool, {
           connections: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount })
         })

@@ -19,6 +19,11 @@
  * trips of a create"). A statement whose answer nothing waits for (`statementSteps`'
  * `deferred`: a create's claim, contact and events and stored response, every unit's
  * BEGIN) goes with the unit's next statement, in its write, or with its COMMIT.
+ *
+ * Behind a transaction-mode pooler (PgReads' `poolMode`, docs/deploy-postgres.md) no
+ * statement is named: each is parsed with its run, in the same write (Parse, Bind, Execute
+ * for each carried one, then its own, one Sync), so a unit of work takes as many round trips
+ * as on a direct connection; the choice is made once, when the layer is built.
  */
 import { createHash } from "node:crypto"
 import { connect } from "node:net"
@@ -57,10 +62,25 @@ export const statement = (strings: TemplateStringsArray, ...values: ReadonlyArra
   return { text, values }
 }
 
-/** The pg pool of a PostgreSQL database, for statements sent to it directly. */
-export class PgReads extends Context.Tag("@intake/postgres/PgReads")<PgReads, { readonly pool: Pool }>() {}
+/**
+ * What sits between Intake and PostgreSQL (docs/deploy-postgres.md, PgBouncer): `session`, a
+ * direct connection or a session-mode pooler, where a connection keeps its session; or
+ * `transaction`, a transaction-mode pooler (PgBouncer), which may give each transaction, and
+ * each statement outside one, another server session. There no statement is named: a
+ * statement prepared under a name on one session is not prepared on the next.
+ */
+export type PoolMode = "session" | "transaction"
 
-export const makePgReads = (pool: Pool): PgReads["Type"] => ({ pool })
+/** The pg pool of a PostgreSQL database, for statements sent to it directly, and what is between them. */
+export class PgReads extends Context.Tag("@intake/postgres/PgReads")<
+  PgReads,
+  { readonly pool: Pool; readonly poolMode: PoolMode }
+>() {}
+
+export const makePgReads = (pool: Pool, poolMode: PoolMode = "session"): PgReads["Type"] => ({
+  pool,
+  poolMode
+})
 
 // One name per statement text: pg prepares it once per connection, then only binds.
 const names = new Map<string, string>()
@@ -182,8 +202,10 @@ class PreparedQuery extends Query {
   prepare(connection: PgConnection) {
     // pg's Query.submit corks the socket around prepare: all of it goes in one write.
     this.carriedLeft = this.carried.length
-    // Bind and Execute only: a statement is carried once it is prepared on this connection.
+    // Bind and Execute only: a statement is carried once it is prepared on this connection;
+    // unnamed (behind a transaction-mode pooler), it is parsed first, in the same write.
     for (const carried of this.carried) {
+      if (carried.name === UNNAMED) connection.parse({ text: carried.text, name: UNNAMED, types: [] })
       connection.bind({ portal: "", statement: carried.name, values: carried.values, binary: false })
       connection.execute({ portal: "", rows: undefined })
     }
@@ -306,6 +328,9 @@ class ReplannedQuery extends PreparedQuery {
  * A named prepared statement as a PreparedQuery, built from its text: given a config
  * object, pg copies it (every property descriptor) on each statement, which cost about 2%
  * of a create's CPU; given a text it copies nothing, and the name is set on the query.
+ * Named "" (UNNAMED, behind a transaction-mode pooler), it is PostgreSQL's unnamed statement,
+ * parsed with each run and in the same write (Parse, Bind, Describe, Execute, Sync), on the
+ * extended protocol even without values, so that a CommittingQuery still carries its COMMIT.
  */
 const preparedQuery = (
   name: string,
@@ -315,8 +340,13 @@ const preparedQuery = (
 ): PreparedQuery => {
   const query = new kind(text, withIsoDates(values))
   ;(query as { name?: string }).name = name
+  if (name === UNNAMED) (query as { queryMode?: string }).queryMode = "extended"
   return query
 }
+
+/** The name of PostgreSQL's unnamed statement: it lasts until the session's next Parse. */
+const UNNAMED = ""
+const unnamed = (_text: string) => UNNAMED
 
 /**
  * The values with each valid Date as its ISO text: the same instant as the text pg writes
@@ -456,7 +486,11 @@ export class TransactionClient implements Connection {
    * has no listener of the pool's, and pg emits a lost connection as an `error` event even
    * while a statement (BEGIN included) waits for its answer; unheard, it ends the process.
    */
-  constructor(readonly client: PoolClient) {
+  constructor(
+    readonly client: PoolClient,
+    /** Behind a transaction-mode pooler: its statements are unnamed, parsed with each run (PgReads' poolMode). */
+    private readonly unnamed = false
+  ) {
     client.on("error", this.onError)
   }
   private readonly onError = (error: Error) => {
@@ -523,12 +557,18 @@ export class TransactionClient implements Connection {
   }
   /** Defers this unit of work's BEGIN when the connection has it prepared (checkoutInTransaction); tells whether it did. */
   deferBegin(): boolean {
-    if (!this.canCarry(BEGIN_NAME)) return false
-    this.deferred.push({ name: BEGIN_NAME, text: BEGIN.text, values: [], onError: beginFailed })
+    const begin = this.unnamed ? UNNAMED_BEGIN : NAMED_BEGIN
+    if (!this.canCarry(begin.name)) return false
+    this.deferred.push(begin)
     return true
   }
-  /** Whether the statement `name` is prepared on this connection and known to answer no rows. */
+  /**
+   * Whether the statement `name` is prepared on this connection and known to answer no rows.
+   * Unnamed, any is carried, parsed with its run: a deferred statement answers no rows (a
+   * row it would answer is not read: PreparedQuery.handleDataRow).
+   */
   private canCarry(name: string): boolean {
+    if (this.unnamed) return true
     const connection = (this.client as unknown as { readonly connection: PgConnection }).connection
     return (
       connection.parsedStatements[name] !== undefined &&
@@ -537,7 +577,7 @@ export class TransactionClient implements Connection {
   }
   /** Whether statements other than a deferred BEGIN wait for the next one. */
   get deferredBeyondBegin() {
-    return this.deferred.some((deferred) => deferred.name !== BEGIN_NAME)
+    return this.deferred.some((deferred) => deferred !== NAMED_BEGIN && deferred !== UNNAMED_BEGIN)
   }
   /** Whether statements wait for the next one (defer). */
   get hasDeferred() {
@@ -629,16 +669,25 @@ const unclaimed = new Error("a transaction's client came back to a fiber that wa
 const BEGIN: SqlText = { text: "BEGIN", values: [] }
 const BEGIN_NAME = nameOf(BEGIN.text)
 const beginFailed = (error: SqlError) => Exit.fail(storageFailure("transaction", error))
+/** BEGIN deferred to a unit of work's first statement (TransactionClient.deferBegin): named, or unnamed behind a transaction-mode pooler. */
+const NAMED_BEGIN: DeferredStatement = {
+  name: BEGIN_NAME,
+  text: BEGIN.text,
+  values: [],
+  onError: beginFailed
+}
+const UNNAMED_BEGIN: DeferredStatement = { name: UNNAMED, text: BEGIN.text, values: [], onError: beginFailed }
 
 /**
  * A client of the pool for a unit of work, its BEGIN deferred to the unit's first statement
  * (TransactionClient.defer): one round trip less. On a connection that has not prepared
- * BEGIN yet, BEGIN is sent now, on its own, as a named statement to be carried next time.
+ * BEGIN yet, BEGIN is sent now, on its own, as a named statement to be carried next time;
+ * unnamed (behind a transaction-mode pooler), it is always carried, parsed with it.
  * A client that arrives, or whose BEGIN is answered, after the fiber waiting for it was
  * interrupted goes back to the pool at once (dropped once BEGIN was sent: its session is in
  * a transaction).
  */
-const checkoutInTransaction = (pool: Pool) =>
+const checkoutInTransaction = ({ pool, poolMode }: PgReads["Type"]) =>
   Effect.async<TransactionClient, SqlError>((resume) => {
     let abandoned = false
     pool.connect((error, client, release) => {
@@ -649,7 +698,7 @@ const checkoutInTransaction = (pool: Pool) =>
           )
         )
       if (abandoned) return release()
-      const connection = new TransactionClient(client)
+      const connection = new TransactionClient(client, poolMode === "transaction")
       if (connection.deferBegin()) return resume(Exit.succeed(connection))
       connection.sent = true
       client.query(
@@ -680,11 +729,11 @@ const checkoutInTransaction = (pool: Pool) =>
  * a region of its own (about fifteen steps of the fiber; docs/performance.md).
  */
 export const directTransaction = <A, E, R>(
-  pool: Pool,
+  reads: PgReads["Type"],
   self: Effect.Effect<A, E, R>
 ): Effect.Effect<A, E | SqlError | StorageUnavailable, R> =>
   Effect.uninterruptibleMask((restore) =>
-    Effect.flatMap(restore(checkoutInTransaction(pool)), (connection) =>
+    Effect.flatMap(restore(checkoutInTransaction(reads)), (connection) =>
       Effect.withFiberRuntime<A, E | SqlError | StorageUnavailable, R>((fiber) => {
         const release = (error?: Error) => connection.release(error)
         const outer = fiber.currentContext
@@ -791,6 +840,11 @@ export const statementSteps: Effect.Effect<
   never,
   SqlClient.SqlClient
 > = Effect.zipWith(SqlClient.SqlClient, Effect.serviceOption(PgReads), (sql, reads) => {
+  // Chosen once, for the layer: behind a transaction-mode pooler every statement is unnamed,
+  // which PostgreSQL plans for each run's values anyway (no ReplannedQuery needed).
+  const pooled = Option.isSome(reads) && reads.value.poolMode === "transaction"
+  const nameFor = pooled ? unnamed : nameOf
+  const replanned = pooled ? PreparedQuery : ReplannedQuery
   const via =
     (kind: StepKind): StatementStep =>
     <A, E = never>(
@@ -816,14 +870,9 @@ export const statementSteps: Effect.Effect<
         if (connection !== undefined && !(connection instanceof TransactionClient)) return viaSqlClient()
         const answered = (error: Error | undefined, result: QueryResult) =>
           error ? onError(failed(error)) : decode(result.rows as ReadonlyArray<Row>)
-        const name = nameOf(statement.text)
+        const name = nameFor(statement.text)
         if (kind === "planned") {
-          const query = preparedQuery(
-            name,
-            statement.text,
-            statement.values as Array<unknown>,
-            ReplannedQuery
-          )
+          const query = preparedQuery(name, statement.text, statement.values as Array<unknown>, replanned)
           return connection === undefined
             ? sendThen<A, E | StorageUnavailable>(pool, query, undefined, answered)
             : connection.sendThen(query, answered)

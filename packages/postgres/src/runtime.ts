@@ -58,7 +58,9 @@ export const pgPortsOn = <E>(database: Layer.Layer<PgClient.PgClient | SqlClient
 /**
  * Runs the pending migrations on a client of their own, closed when they are done: they
  * may wait for another instance's (the advisory lock) and a migration may take long, so
- * the query timeout of the ports' pool does not apply to them.
+ * the query timeout of the ports' pool does not apply to them. They go to `directUrl`
+ * when one is given (straight to PostgreSQL, past a pooler), else to `url`: their one
+ * transaction and its transaction-scoped lock (migrator.ts) work through a pooler too.
  */
 const migratedFirst = (config: PostgresConfig) =>
   Layer.effectDiscard(
@@ -66,7 +68,7 @@ const migratedFirst = (config: PostgresConfig) =>
       Effect.provide(
         runMigrations(),
         PgClient.layer({
-          url: config.url,
+          url: config.directUrl ?? config.url,
           maxConnections: 1,
           connectTimeout: config.connectTimeout ?? DEFAULT_CONNECT_TIMEOUT
         })

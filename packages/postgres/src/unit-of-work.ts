@@ -46,7 +46,7 @@ export const PgUnitOfWork = Layer.effect(
     const inTransaction = <A, E, R>(
       self: Effect.Effect<A, E, R>
     ): Effect.Effect<A, E | SqlError | StorageUnavailable, R> =>
-      Option.isSome(direct) ? directTransaction(direct.value.pool, self) : sql.withTransaction(self)
+      Option.isSome(direct) ? directTransaction(direct.value, self) : sql.withTransaction(self)
     return UnitOfWork.of({
       transaction: <A, E, R>(self: Effect.Effect<A, E, R>) =>
         withEnclosing((enclosing) => {

@@ -20,7 +20,7 @@ import { aWebhookEndpoint, newIntakeBot, validSubmissionData } from "@intake/tes
 import { Duration, Effect, Exit, Layer } from "effect"
 import { layerPglite } from "../src/pglite-client.js"
 import type { SqlDatabase } from "../src/runtime.js"
-import { instancePortsOn, PostgresTestDatabase } from "../src/testing.js"
+import { instancePortsOn, PostgresTestDatabase, testServerUrl } from "../src/testing.js"
 import { statementsOf } from "./statements.js"
 import { describePostgres } from "./support.js"
 
@@ -213,3 +213,31 @@ const roundTripSuite = <E>(store: string, database: Layer.Layer<SqlDatabase, E>,
 roundTripSuite("PGlite", layerPglite({}), false)
 
 describePostgres("on PostgreSQL", () => roundTripSuite("PostgreSQL", PostgresTestDatabase(), true))
+
+/**
+ * Behind a transaction-mode pooler (DATABASE_POOL_MODE=transaction, docs/deploy-postgres.md)
+ * no statement is named, so none waits to be prepared: BEGIN and the deferred statements go
+ * with the next one, each parsed in the same write, from the first create on.
+ */
+describePostgres("on PostgreSQL, statements unnamed", () =>
+  layer(runtimeOn(PostgresTestDatabase(testServerUrl(), { poolMode: "transaction" })), {
+    timeout: Duration.seconds(120)
+  })("round trips of a create with the pool mode transaction", (it) => {
+    it.effect("an idempotent create, and one without a key, take 2 round trips from the first", () =>
+      Effect.gen(function* () {
+        const given = yield* scene
+        const keyed = yield* measuredCreate(given, validSubmissionData(), `k-${given.botId}-1`)
+        expect(keyed, keyed.join("\n")).toHaveLength(2)
+        expect(keyed[0]).toMatch(
+          /^BEGIN \+ SELECT WHERE CASE WHEN pg_try_advisory_xact_lock.* \+ SELECT b\.\*/
+        )
+        expect(keyed.at(-1)).toMatch(
+          /^WITH contact AS MATERIALIZED .* \+ WITH stored AS \( INSERT INTO idempotency_records .* \+ WITH inserted AS \( ?INSERT INTO submissions .* \+ COMMIT$/
+        )
+        const plain = yield* measuredCreate(given, validSubmissionData(), null)
+        expect(plain, plain.join("\n")).toHaveLength(2)
+        expect(plain.at(-1)).toMatch(/^BEGIN \+ WITH contact AS MATERIALIZED .* \+ COMMIT$/)
+      })
+    )
+  })
+)
