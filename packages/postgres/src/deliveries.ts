@@ -182,11 +182,12 @@ export const PgDeliveryRepository = Layer.effect(
     const transaction = <A, E, R>(self: Effect.Effect<A, E, R>) =>
       Option.isSome(reads) ? directTransaction(reads.value, self) : sql.withTransaction(self)
     /**
-     * The backlogs at `now` of the endpoints with pending attempts (all of them, or those of
-     * `only`), with up to `waitingMax` of each one's due waiting attempts counted.
+     * The backlogs at `now` of the endpoints with pending attempts (all of them, or those whose
+     * claim lock this transaction holds), with up to `waitingMax` of each one's due waiting
+     * attempts counted.
      */
-    const backlogs = (operation: string, now: number, only: ReadonlyArray<string> | null, waitingMax = 0) =>
-      step(operation, backlogsStatement(now, waitingMax, only), (rows) => {
+    const backlogs = (operation: string, now: number, held: boolean, waitingMax = 0) =>
+      step(operation, backlogsStatement(now, waitingMax, held), (rows) => {
         const waitingBy = new Map<string, number>()
         const list = rows.map((row): DeliveryIsolation.EndpointBacklog => {
           const webhookId = row.webhook_id as string
@@ -220,19 +221,18 @@ export const PgDeliveryRepository = Layer.effect(
         transaction(
           Effect.gen(function* () {
             // Every endpoint with pending attempts that no other claim holds, locked in
-            // one statement; the policies then pick from their backlogs.
-            const locked = yield* step("deliveries.claim", lockQueuedEndpoints, (rows) =>
-              Exit.succeed(rows.map((row) => row.webhook_id as string))
-            )
-            if (locked.length === 0) return { deliveries: [], more: false, claimedAt: now }
+            // one statement that answers nothing, so it goes with the next one (with BEGIN:
+            // one write); the policies then pick from their backlogs.
+            yield* deferred("deliveries.claim", lockQueuedEndpoints)
             // A new statement, a new snapshot: every claim that held these locks before is seen.
             // One more than an endpoint may take, to tell whether it leaves any waiting.
             const fresh = yield* backlogs(
               "deliveries.claim",
               now,
-              locked,
+              true,
               Math.max(1, isolation.maxInFlight) + 1
             )
+            if (fresh.list.length === 0) return { deliveries: [], more: false, claimedAt: now }
             const plan = DeliveryIsolation.planClaim(fresh.list, fresh.waiting, now, limit, isolation)
             if (plan.attempts.length === 0) return { deliveries: [], more: plan.more, claimedAt: now }
             // The rows the plan takes, read as they are leased, with the rate limits' next
@@ -350,7 +350,7 @@ export const PgDeliveryRepository = Layer.effect(
       insertFinished: (delivery) =>
         stored("deliveries.insertFinished")(insert([deliveryRow(delivery, null)])),
       nextDueAt: (now, isolation = DeliveryIsolation.DEFAULT_ISOLATION) =>
-        Effect.map(backlogs("deliveries.nextDueAt", now, null), (all) =>
+        Effect.map(backlogs("deliveries.nextDueAt", now, false), (all) =>
           Option.fromNullable(DeliveryIsolation.earliestClaimableAt(all.list, now, isolation))
         ),
       queueHealth: (now) =>

@@ -27,10 +27,18 @@ const QUEUED_ENDPOINTS = `WITH RECURSIVE walk(webhook_id) AS (
     FROM walk WHERE walk.webhook_id IS NOT NULL)
   SELECT webhook_id FROM walk WHERE webhook_id IS NOT NULL`
 
-/** Every queued endpoint that no other claim holds, locked until the claim's transaction ends. */
+/** The claim lock of an endpoint, transaction-scoped: a bigint key per webhook id. */
+const CLAIM_LOCK_KEY = (webhookId: string) => `hashtextextended('intake:claim:' || ${webhookId}, 0)`
+
+/**
+ * Every queued endpoint that no other claim holds, locked until the claim's transaction
+ * ends. It answers no rows (the count forces the walk and its locks; no row passes `< 0`),
+ * so it goes in one write with the backlogs' statement that follows (reads.ts, `defer`),
+ * which finds the endpoints this transaction holds in pg_locks.
+ */
 export const lockQueuedEndpoints: SqlText = {
-  text: `SELECT q.webhook_id FROM (${QUEUED_ENDPOINTS}) q
-    WHERE pg_try_advisory_xact_lock(hashtextextended('intake:claim:' || q.webhook_id, 0))`,
+  text: `SELECT FROM (SELECT count(*) AS locked FROM (${QUEUED_ENDPOINTS}) q
+    WHERE pg_try_advisory_xact_lock(${CLAIM_LOCK_KEY("q.webhook_id")})) c WHERE c.locked < 0`,
   values: []
 }
 
@@ -60,20 +68,24 @@ const backlogColumns = `q.webhook_id, e.workspace_id, e.consecutive_fails, e.cir
 const backlogJoins = `LEFT JOIN webhook_endpoints e ON e.id = q.webhook_id
   LEFT JOIN webhook_pacing p ON p.webhook_id = q.webhook_id`
 
-const BACKLOGS_OF = `SELECT ${backlogColumns}
-  FROM unnest(string_to_array($3::text, ',')) AS q(webhook_id) ${backlogJoins}`
+// The queued endpoints whose claim lock this transaction holds: a bigint advisory lock shows
+// in pg_locks as its high half (classid) and its low half (objid), objsubid 1.
+const HELD_BACKLOGS = `SELECT ${backlogColumns} FROM (${QUEUED_ENDPOINTS}) q ${backlogJoins}
+  WHERE ${CLAIM_LOCK_KEY("q.webhook_id")} IN (
+    SELECT (l.classid::bigint << 32) | l.objid::bigint FROM pg_locks l
+    WHERE l.locktype = 'advisory' AND l.objsubid = 1 AND l.granted AND l.pid = pg_backend_pid())`
 
 const ALL_BACKLOGS = `SELECT ${backlogColumns} FROM (${QUEUED_ENDPOINTS}) q ${backlogJoins}`
 
-/** The backlogs of `only` (a claim's locked endpoints), or of every queued endpoint. */
-export const backlogsStatement = (
-  at: number,
-  waitingMax: number,
-  only: ReadonlyArray<string> | null
-): SqlText =>
-  only === null
-    ? { text: ALL_BACKLOGS, values: [new Date(at), waitingMax] }
-    : { text: BACKLOGS_OF, values: [new Date(at), waitingMax, idList(only)] }
+/**
+ * The backlogs of the queued endpoints this transaction holds the claim lock of (a claim,
+ * after `lockQueuedEndpoints`: a statement of its own, so that its snapshot comes after the
+ * locks), or, with `held` false, of every queued endpoint.
+ */
+export const backlogsStatement = (at: number, waitingMax: number, held: boolean): SqlText => ({
+  text: held ? HELD_BACKLOGS : ALL_BACKLOGS,
+  values: [new Date(at), waitingMax]
+})
 
 const LEASE = `UPDATE deliveries SET lease_until = $1, claim_token = $2
   WHERE id IN (SELECT p.id FROM unnest(string_to_array($3::text, ','), string_to_array($4::text, ',')::int[])
