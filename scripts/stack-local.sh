@@ -237,12 +237,13 @@ EOF
   {
     cat <<EOF
 global
-  log stdout format raw local0 warning
+  log stdout format raw local0 info
   maxconn 2000
 defaults
   mode http
   log global
   option httplog
+  option dontlog-normal
   option forwardfor
   option redispatch 1
   retries 2
