@@ -320,13 +320,23 @@ const memoryMb = (pid: number, field: "VmRSS" | "VmHWM") => {
     return Number.NaN
   }
 }
-const postgresCpu = async () => {
-  const { stdout } = await run("ps", ["-u", "postgres", "-o", "pid=,cputimes="]).catch(() => ({ stdout: "" }))
-  return stdout
+/** CPU seconds of the stack's PostgreSQL (its postmaster and every live backend) and of its PgBouncer. */
+const databaseCpu = async () => {
+  const postmaster = Number(readFileSync(join(STACK_DIR, "pg", "postmaster.pid"), "utf8").split("\n")[0])
+  const { stdout } = await run("ps", ["--ppid", String(postmaster), "-o", "pid="]).catch(() => ({
+    stdout: ""
+  }))
+  const backends = stdout
     .split("\n")
-    .map((line) => Number(line.trim().split(/\s+/)[1]))
-    .filter((n) => Number.isFinite(n))
-    .reduce((a, b) => a + b, 0)
+    .map((line) => Number(line.trim()))
+    .filter((pid) => pid > 0)
+  return {
+    postgres: [postmaster, ...backends]
+      .map(cpuSeconds)
+      .filter(Number.isFinite)
+      .reduce((a, b) => a + b, 0),
+    pgbouncer: cpuSeconds(pidOf("pgbouncer"))
+  }
 }
 const metric = async (url: string, name: string, labels = "") => {
   const text = await (await fetch(url)).text()
@@ -365,7 +375,7 @@ const main = async () => {
 
   const watched = ["server-1", "server-3", "worker-2"]
   const cpuAtStart = Object.fromEntries(watched.map((name) => [name, cpuSeconds(pidOf(name))]))
-  const pgCpuAtStart = await postgresCpu()
+  const databaseCpuAtStart = await databaseCpu()
   const deliveredByWorker2AtStart = await metric(
     `http://127.0.0.1:${env.WORKER_METRICS_PORT_2}/metrics`,
     "intake_webhook_deliveries_total",
@@ -396,12 +406,13 @@ const main = async () => {
       await sleep(10_000)
       await stack("start", "server", "2")
     })
-    await sleep(at(0.4) - now())
+    // Each fault at least 5 s after the previous one is over, so that "after" is measured.
+    await sleep(Math.max(at(0.4), now() + 5_000) - now())
     await fault("worker 1 restarted (SIGTERM, then start)", async () => {
       await stack("stop", "worker", "1")
       await stack("start", "worker", "1")
     })
-    await sleep(at(0.6) - now())
+    await sleep(Math.max(at(0.6), now() + 5_000) - now())
     await fault("Redis master of the limited key's window failed over", async (f) => {
       const { master, replica } = await shardOf(windowKey)
       await redisCli(replica, "CLUSTER", "FAILOVER")
@@ -416,7 +427,9 @@ const main = async () => {
   const loadEnded = now()
 
   const cpu = Object.fromEntries(watched.map((name) => [name, cpuSeconds(pidOf(name)) - cpuAtStart[name]!]))
-  const pgCpu = (await postgresCpu()) - pgCpuAtStart
+  const databaseCpuAtEnd = await databaseCpu()
+  const pgCpu = databaseCpuAtEnd.postgres - databaseCpuAtStart.postgres
+  const bouncerCpu = databaseCpuAtEnd.pgbouncer - databaseCpuAtStart.pgbouncer
   const memory = ["server-1", "server-2", "server-3", "worker-1", "worker-2"].map(
     (name) => `${name} ${memoryMb(pidOf(name), "VmRSS")} MB (peak ${memoryMb(pidOf(name), "VmHWM")})`
   )
@@ -469,7 +482,9 @@ const main = async () => {
         (name) =>
           `${name} ${cpu[name]!.toFixed(1)} s (${((100 * cpu[name]!) / (loadEnded / 1000)).toFixed(0)}%)`
       )
-      .join(", ")}; PostgreSQL (every backend) ${pgCpu.toFixed(1)} s`
+      .join(
+        ", "
+      )}; PostgreSQL (its backends alive at the end) ${pgCpu.toFixed(1)} s, PgBouncer ${bouncerCpu.toFixed(1)} s`
   )
   console.log(
     `answers served: ${served} (${(served / (loadEnded / 1000)).toFixed(1)}/s through haproxy); worker 2 delivered ${deliveredByWorker2} (${(deliveredByWorker2 / Math.max(cpu["worker-2"]!, 0.01)).toFixed(0)} per CPU second)`

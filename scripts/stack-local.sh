@@ -46,6 +46,9 @@ need_debian() {
   "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
 }
 
+# Debian puts both in /usr/sbin, not on every user's PATH.
+sbin() { command -v "$1" || echo "/usr/sbin/$1"; }
+
 # Free TCP ports on 127.0.0.1 whose port + 10000 is free too (a Redis Cluster bus port).
 free_ports() {
   node -e '
@@ -91,7 +94,8 @@ stop_group() { # PIDFILE [SIGNAL]
   local pid
   pid=$(cat "$pidfile")
   kill "-$signal" -- "-$pid" 2>/dev/null || kill "-$signal" "$pid" 2>/dev/null || true
-  for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+  # A server drains INTAKE_SHUTDOWN_DRAIN (5 s), then gives requests in flight up to 10 s.
+  for _ in $(seq 200); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
   kill -KILL -- "-$pid" 2>/dev/null || true
   rm -f "$pidfile"
 }
@@ -144,6 +148,7 @@ up() {
   case "$STACK_POOL_MODE" in transaction | session) ;; *) echo "STACK_POOL_MODE: transaction or session" >&2; exit 2 ;; esac
   if [ "${STACK_SKIP_BUILD:-}" != 1 ]; then (cd "$here" && pnpm --filter @intake/server build >/dev/null); fi
   mkdir -p "$STACK_DIR"/{run,log,redis}
+  trap 'echo "up failed: logs in $STACK_DIR/log; pnpm stack:local down stops what started" >&2' ERR
   chmod 700 "$STACK_DIR"
   [ "$(id -u)" = 0 ] && chown postgres "$STACK_DIR" "$STACK_DIR/run" "$STACK_DIR/log"
 
@@ -185,9 +190,10 @@ max_connections = 200
 EOF
   as_pg "$PGBIN/pg_ctl" -D "$STACK_DIR/pg" -l "$STACK_DIR/log/postgres.log" -w start >/dev/null
   as_pg "$PGBIN/createdb" -h 127.0.0.1 -p "$pg" -U postgres "$db"
-  # PgBouncer 1.18 refuses startup parameters it does not know, and the pool sends two
-  # (packages/postgres/src/pg-pool.ts): it drops them (ignore_startup_parameters) and the
-  # database gives every session the same values instead.
+  # The two session settings Intake sends as startup parameters in session mode
+  # (packages/postgres/src/pg-pool.ts), which PgBouncer 1.18 refuses: PgBouncer drops them
+  # (ignore_startup_parameters) and the database gives every session the same values, in
+  # both modes (docs/deploy-postgres.md sets them on the role).
   psql "$direct" -qc "ALTER DATABASE $db SET lock_timeout = '5s'" \
     -c "ALTER DATABASE $db SET idle_in_transaction_session_timeout = '3s'"
 
@@ -214,7 +220,7 @@ logfile = $STACK_DIR/log/pgbouncer.log
 pidfile = $STACK_DIR/run/pgbouncer.pid
 EOF
   [ "$(id -u)" = 0 ] && chown postgres "$STACK_DIR/pgbouncer.ini" "$STACK_DIR/pgbouncer.users"
-  as_pg pgbouncer -d "$STACK_DIR/pgbouncer.ini"
+  as_pg "$(sbin pgbouncer)" -d "$STACK_DIR/pgbouncer.ini"
   wait_for "pgbouncer" 20 psql_ok "$pooled"
 
   # Redis Cluster: 6 nodes, no persistence, 2 s node timeout (a failover takes seconds).
@@ -262,7 +268,7 @@ backend servers
 EOF
     for i in $(seq $SERVERS); do echo "  server s$i 127.0.0.1:${servers[$((i - 1))]} check"; done
   } >"$STACK_DIR/haproxy.cfg"
-  spawn_group "$STACK_DIR/run/haproxy.pid" "$STACK_DIR/log/haproxy.log" haproxy -db -f "$STACK_DIR/haproxy.cfg"
+  spawn_group "$STACK_DIR/run/haproxy.pid" "$STACK_DIR/log/haproxy.log" "$(sbin haproxy)" -db -f "$STACK_DIR/haproxy.cfg"
   wait_for "haproxy" 20 curl -fsS "http://127.0.0.1:$http/readyz"
   echo "stack up in $STACK_DIR (pool mode $STACK_POOL_MODE): http://127.0.0.1:$http (haproxy); env in $STACK_DIR/stack.env" >&2
   grep -v INTAKE_ADMIN_TOKEN "$STACK_DIR/stack.env"
