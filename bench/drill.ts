@@ -422,9 +422,11 @@ const main = async () => {
       f.note = ` ${master} -> ${replica}`
     })
   })()
+  const loadStopped = load.then(() => now())
   await Promise.all([load, schedule])
   await Promise.all([...pending])
   const loadEnded = now()
+  const loadStoppedAt = await loadStopped
 
   const cpu = Object.fromEntries(watched.map((name) => [name, cpuSeconds(pidOf(name)) - cpuAtStart[name]!]))
   const databaseCpuAtEnd = await databaseCpu()
@@ -445,7 +447,7 @@ const main = async () => {
   const undelivered = () =>
     [...acknowledged.values()].filter(({ submissionId }) => !eventsBySubmission.has(submissionId))
   while (undelivered().length > 0 && now() - waitStart < DELIVERY_WAIT_MS) await sleep(250)
-  const lastDeliveryAfterLoad = (Math.max(...firstArrivals) - loadEnded) / 1000
+  const lastDeliveryAfterLoad = (Math.max(...firstArrivals) - loadStoppedAt) / 1000
 
   // --- Figures ---
   const boundaries = [0, ...faults.flatMap((f) => [f.start, f.end]), loadEnded]
@@ -562,7 +564,11 @@ const main = async () => {
     failures.push(
       `${outside.length} 5xx (or no answer) not in flight within ${KILL_WINDOW_MS} ms after the kill`
     )
-  for (const f of faults) if (f.note.includes("FAILED")) failures.push(`fault "${f.name}":${f.note}`)
+  for (const f of faults) {
+    if (f.note.includes("FAILED")) failures.push(`fault "${f.name}":${f.note}`)
+    if (f.end > loadStoppedAt)
+      failures.push(`fault "${f.name}" was not over before the load ended: raise DRILL_SECONDS`)
+  }
 
   for (const { server } of receivers) server.close()
   if (failures.length > 0) {
