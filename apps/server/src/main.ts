@@ -35,7 +35,8 @@ const program = Effect.gen(function* () {
       webhookDisableAfterMs: Duration.toMillis(config.webhookDisableAfter),
       webhookIsolation: config.webhookIsolation,
       webhookRetentionMs: Duration.toMillis(config.webhookRetention),
-      summarizer: config.summarizer
+      summarizer: config.summarizer,
+      tracing: config.tracing
     }
   )
   const server = serverLayer({
