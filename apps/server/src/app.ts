@@ -318,7 +318,7 @@ const spanName = (request: IncomingRequest) => {
   return request.method === "GET" && STATIC_PATHS.has(path) ? `GET ${path}` : request.method
 }
 
-const STATIC_PATHS = new Set(["/healthz", "/readyz", "/openapi.json", "/docs", "/metrics"])
+const STATIC_PATHS = new Set(["/openapi.json", "/docs", "/metrics"])
 
 /**
  * `answer` as a server span (docs/operations.md, Traces): continuing the caller's trace when
@@ -329,36 +329,40 @@ const STATIC_PATHS = new Set(["/healthz", "/readyz", "/openapi.json", "/docs", "
 const tracedAnswer =
   <R>(answer: App<R>): App<R> =>
   (request, facts, startedAt) =>
-    Effect.withTracerEnabled(
-      Effect.useSpan(
-        spanName(request),
-        {
-          kind: "server",
-          captureStackTrace: false,
-          root: true,
-          ...Option.match(TraceContext.parseTraceParent(request.headers.traceparent), {
-            onNone: () => ({}),
-            onSome: (parent) => ({ parent })
-          }),
-          attributes: {
-            "http.request.method": request.method,
-            "url.path": request.pathname,
-            "intake.request_id": facts.requestId
-          }
-        },
-        (span) => {
-          facts.traceParent = TraceContext.formatTraceParent(span)
-          return Effect.tap(Effect.withParentSpan(answer(request, facts, startedAt), span), (reply) =>
-            Effect.sync(() => {
-              span.attribute("http.response.status_code", reply.status)
-              if (facts.route !== undefined) span.attribute("http.route", facts.route)
-              if (facts.submissionId !== undefined) span.attribute("intake.submission_id", facts.submissionId)
-            })
-          )
-        }
-      ),
-      true
-    )
+    // A load balancer's probes, every few seconds, are no one's trace.
+    request.pathname === "/healthz" || request.pathname === "/readyz"
+      ? answer(request, facts, startedAt)
+      : Effect.withTracerEnabled(
+          Effect.useSpan(
+            spanName(request),
+            {
+              kind: "server",
+              captureStackTrace: false,
+              root: true,
+              ...Option.match(TraceContext.parseTraceParent(request.headers.traceparent), {
+                onNone: () => ({}),
+                onSome: (parent) => ({ parent })
+              }),
+              attributes: {
+                "http.request.method": request.method,
+                "url.path": request.pathname,
+                "intake.request_id": facts.requestId
+              }
+            },
+            (span) => {
+              facts.traceParent = TraceContext.formatTraceParent(span)
+              return Effect.tap(Effect.withParentSpan(answer(request, facts, startedAt), span), (reply) =>
+                Effect.sync(() => {
+                  span.attribute("http.response.status_code", reply.status)
+                  if (facts.route !== undefined) span.attribute("http.route", facts.route)
+                  if (facts.submissionId !== undefined)
+                    span.attribute("intake.submission_id", facts.submissionId)
+                })
+              )
+            }
+          ),
+          true
+        )
 
 /**
  * `writeRequestLog` writes each request's line (RequestLogWriter: the runtime's, read once by
