@@ -4,88 +4,17 @@
  * operation and its statements beneath it, and the delivery attempt of the event it raised
  * is a span of the same trace. With traces off, a create records no span at all.
  */
-import { createServer } from "node:http"
-import type { AddressInfo } from "node:net"
 import { expect, layer } from "@effect/vitest"
 import { PostgresTestDatabase } from "@intake/postgres/testing"
+import { type OtlpCollector, otlpCollector, spanAttribute } from "@intake/testing"
 import { Effect, Layer, Option, Tracer } from "effect"
 import { embeddedRuntime, sqlRuntime } from "../src/runtime.js"
 import { BaseUrl, call, testServer } from "./harness.js"
 import { eventually, localReceiver } from "./receiver.js"
 import { dataOf, provision } from "./support.js"
 
-interface OtlpAttribute {
-  readonly key: string
-  readonly value: { readonly stringValue?: string; readonly intValue?: string | number }
-}
-
-interface OtlpSpan {
-  readonly traceId: string
-  readonly spanId: string
-  readonly parentSpanId?: string
-  readonly name: string
-  readonly kind: number
-  readonly attributes: ReadonlyArray<OtlpAttribute>
-}
-
-/** A collector on 127.0.0.1 that keeps every span POSTed to /v1/traces, and the service names seen. */
-const otlpReceiver = Effect.acquireRelease(
-  Effect.async<{
-    readonly url: string
-    readonly spans: Array<OtlpSpan>
-    readonly services: Set<string>
-    readonly posts: { count: number }
-    readonly close: () => void
-  }>((resume) => {
-    const spans: Array<OtlpSpan> = []
-    const services = new Set<string>()
-    const posts = { count: 0 }
-    const server = createServer((request, response) => {
-      const chunks: Array<Buffer> = []
-      request.on("data", (chunk: Buffer) => chunks.push(chunk))
-      request.on("end", () => {
-        posts.count++
-        if (request.method !== "POST" || request.url !== "/v1/traces") {
-          response.writeHead(404).end()
-          return
-        }
-        const body = JSON.parse(Buffer.concat(chunks).toString("utf8"))
-        for (const resourceSpans of body.resourceSpans ?? []) {
-          for (const attribute of resourceSpans.resource?.attributes ?? [])
-            if (attribute.key === "service.name") services.add(attribute.value.stringValue)
-          for (const scopeSpans of resourceSpans.scopeSpans ?? []) spans.push(...(scopeSpans.spans ?? []))
-        }
-        response.writeHead(200, { "content-type": "application/json" }).end("{}")
-      })
-    })
-    server.listen(0, "127.0.0.1", () =>
-      resume(
-        Effect.succeed({
-          url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-          spans,
-          services,
-          posts,
-          close: () => {
-            server.closeAllConnections()
-            server.close()
-          }
-        })
-      )
-    )
-  }),
-  (receiver) => Effect.sync(receiver.close)
-)
-
 /** The collector's address, for the server's layer (built before the test runs). */
-class Collector extends Effect.Tag("test/Collector")<
-  Collector,
-  Effect.Effect.Success<typeof otlpReceiver>
->() {}
-
-const attribute = (span: OtlpSpan, key: string) => {
-  const value = span.attributes.find((a) => a.key === key)?.value
-  return value?.stringValue ?? (value?.intValue === undefined ? undefined : Number(value.intValue))
-}
+class Collector extends Effect.Tag("test/Collector")<Collector, OtlpCollector>() {}
 
 const CALLER_TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"
 const CALLER_SPAN = "00f067aa0ba902b7"
@@ -113,7 +42,7 @@ const traced = Layer.unwrapEffect(
       })
     )
   )
-).pipe(Layer.provideMerge(Layer.scoped(Collector, otlpReceiver)))
+).pipe(Layer.provideMerge(Layer.scoped(Collector, otlpCollector)))
 
 layer(traced, { excludeTestServices: true, timeout: 60_000 })("traces on", (it) => {
   it.scoped(
@@ -145,9 +74,9 @@ layer(traced, { excludeTestServices: true, timeout: 60_000 })("traces on", (it) 
         expect(request, JSON.stringify(spans.map((s) => s.name))).toBeDefined()
         expect(request!.parentSpanId).toBe(CALLER_SPAN)
         expect(request!.kind).toBe(2) // server
-        expect(attribute(request!, "http.response.status_code")).toBe(201)
-        expect(attribute(request!, "http.route")).toBe("/v1/intake-bots/:id/submissions")
-        expect(attribute(request!, "intake.submission_id")).toBe(created.submission.id)
+        expect(spanAttribute(request!, "http.response.status_code")).toBe(201)
+        expect(spanAttribute(request!, "http.route")).toBe("/v1/intake-bots/:id/submissions")
+        expect(spanAttribute(request!, "intake.submission_id")).toBe(created.submission.id)
 
         // The operation beneath it, and the statements beneath the operation (names and texts, never values).
         const operation = spans.find((span) => span.name === "createSubmission")
@@ -155,8 +84,8 @@ layer(traced, { excludeTestServices: true, timeout: 60_000 })("traces on", (it) 
         const statements = spans.filter((span) => span.parentSpanId === operation!.spanId && span.kind === 3)
         expect(statements.length).toBeGreaterThan(0)
         for (const statement of statements) {
-          expect(attribute(statement, "db.system.name")).toBe("postgresql")
-          expect(String(attribute(statement, "db.query.text") ?? "")).not.toContain("ada@example.com")
+          expect(spanAttribute(statement, "db.system.name")).toBe("postgresql")
+          expect(String(spanAttribute(statement, "db.query.text") ?? "")).not.toContain("ada@example.com")
         }
         // The request's own statements (the key's lookup, the rate limit) are beneath it too.
         expect(JSON.stringify(spans)).not.toContain("ada@example.com")
@@ -164,11 +93,11 @@ layer(traced, { excludeTestServices: true, timeout: 60_000 })("traces on", (it) 
         // The delivery: a span of the same trace, beneath the request's, naming what it sent.
         const attempt = spans.find((span) => span.name === "webhook attempt")!
         expect(attempt.parentSpanId).toBe(request!.spanId)
-        expect(attribute(attempt, "intake.webhook_id")).toBe(webhook.id)
-        expect(attribute(attempt, "intake.event_id")).toBe(receiver.received[0]!.payload.id)
-        expect(attribute(attempt, "intake.outcome")).toBe("succeeded")
-        expect(attribute(attempt, "http.response.status_code")).toBe(200)
-        expect(attribute(attempt, "intake.request_id")).toBe(attribute(request!, "intake.request_id"))
+        expect(spanAttribute(attempt, "intake.webhook_id")).toBe(webhook.id)
+        expect(spanAttribute(attempt, "intake.event_id")).toBe(receiver.received[0]!.payload.id)
+        expect(spanAttribute(attempt, "intake.outcome")).toBe("succeeded")
+        expect(spanAttribute(attempt, "http.response.status_code")).toBe(200)
+        expect(spanAttribute(attempt, "intake.request_id")).toBe(spanAttribute(request!, "intake.request_id"))
         // The delivery to the receiver carries no trace header of ours.
         expect(receiver.received[0]!.headers.traceparent).toBeUndefined()
       })
