@@ -6,7 +6,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { TraceContext } from "@intake/domain"
 import { ConfigProvider, Effect, Either, Option } from "effect"
-import { tracingConfig } from "../src/tracing.js"
+import { tracingConfig } from "../src/tracing-config.js"
 
 const read = (env: Record<string, string>) =>
   Effect.withConfigProvider(
