@@ -327,49 +327,56 @@ const STATIC_PATHS = new Set(["/openapi.json", "/docs", "/metrics"])
  * the statements and the outbound calls made for it are spans beneath it.
  */
 const tracedAnswer =
-  <R>(answer: App<R>): App<R> =>
-  (request, facts, startedAt) =>
+  <R>(answer: App<R>, sampleRatio: number): App<R> =>
+  (request, facts, startedAt) => {
     // A load balancer's probes, every few seconds, are no one's trace.
-    request.pathname === "/healthz" || request.pathname === "/readyz"
-      ? answer(request, facts, startedAt)
-      : Effect.withTracerEnabled(
-          Effect.useSpan(
-            spanName(request),
-            {
-              kind: "server",
-              captureStackTrace: false,
-              root: true,
-              ...Option.match(TraceContext.parseTraceParent(request.headers.traceparent), {
-                onNone: () => ({}),
-                onSome: (parent) => ({ parent })
-              }),
-              attributes: {
-                "http.request.method": request.method,
-                "url.path": request.pathname,
-                "intake.request_id": facts.requestId
-              }
-            },
-            (span) => {
-              facts.traceParent = TraceContext.formatTraceParent(span)
-              return Effect.tap(Effect.withParentSpan(answer(request, facts, startedAt), span), (reply) =>
-                Effect.sync(() => {
-                  span.attribute("http.response.status_code", reply.status)
-                  if (facts.route !== undefined) span.attribute("http.route", facts.route)
-                  if (facts.submissionId !== undefined)
-                    span.attribute("intake.submission_id", facts.submissionId)
-                })
-              )
-            }
-          ),
-          true
-        )
+    if (request.pathname === "/healthz" || request.pathname === "/readyz")
+      return answer(request, facts, startedAt)
+    const parent = TraceContext.parseTraceParent(request.headers.traceparent)
+    // Not sampled (the caller's flag, or the ratio for a new trace): no span, nothing kept.
+    if (!TraceContext.sampled(parent, sampleRatio)) return answer(request, facts, startedAt)
+    return Effect.withTracerEnabled(
+      Effect.useSpan(
+        spanName(request),
+        {
+          kind: "server",
+          captureStackTrace: false,
+          root: true,
+          ...Option.match(parent, {
+            onNone: () => ({}),
+            onSome: (parent) => ({ parent })
+          }),
+          attributes: {
+            "http.request.method": request.method,
+            "url.path": request.pathname,
+            "intake.request_id": facts.requestId
+          }
+        },
+        (span) => {
+          facts.traceParent = TraceContext.formatTraceParent(span)
+          return Effect.tap(Effect.withParentSpan(answer(request, facts, startedAt), span), (reply) =>
+            Effect.sync(() => {
+              span.attribute("http.response.status_code", reply.status)
+              if (facts.route !== undefined) span.attribute("http.route", facts.route)
+              if (facts.submissionId !== undefined) span.attribute("intake.submission_id", facts.submissionId)
+            })
+          )
+        }
+      ),
+      true
+    )
+  }
 
 /**
  * `writeRequestLog` writes each request's line (RequestLogWriter: the runtime's, read once by
- * server.ts); `traced`: the answers are spans (TraceContext.Tracing present; off, nothing of
- * tracing is on the path).
+ * server.ts); `tracing`: the answers are spans, as sampled (TraceContext.Tracing present;
+ * absent, nothing of tracing is on the path).
  */
-export const makeApp = (options: AppOptions, writeRequestLog: RequestLogWrite, traced = false) => {
+export const makeApp = (
+  options: AppOptions,
+  writeRequestLog: RequestLogWrite,
+  tracing?: TraceContext.Tracing["Type"]
+) => {
   const scalarScript = makeScalarScript()
   const guidePages = makeGuidePages()
   let draining = false
@@ -491,6 +498,6 @@ export const makeApp = (options: AppOptions, writeRequestLog: RequestLogWrite, t
   const startDraining = () => {
     draining = true
   }
-  const answer = traced ? tracedAnswer(plainAnswer) : plainAnswer
+  const answer = tracing === undefined ? plainAnswer : tracedAnswer(plainAnswer, tracing.sampleRatio)
   return { answer, answerMalformed, deadlineExceeded, shed, startDraining, timeoutMs }
 }

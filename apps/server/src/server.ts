@@ -225,7 +225,7 @@ export const serverLayer = (options: ListenOptions) =>
           onSome: (metrics) => countedRequestLog(metrics, writeRequestLog)
         }),
         // docs/operations.md, Traces: read once; off, the requests carry nothing of it.
-        Option.isSome(yield* Effect.serviceOption(TraceContext.Tracing))
+        Option.getOrUndefined(yield* Effect.serviceOption(TraceContext.Tracing))
       )
       const run = Runtime.runCallback(
         Runtime.setFiberRef(

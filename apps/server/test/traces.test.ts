@@ -37,6 +37,7 @@ const traced = Layer.unwrapEffect(
           url: `${collector.url}/v1/traces`,
           protocol: "http/json" as const,
           serviceName: "intake-traces-test",
+          sampleRatio: 1,
           exportInterval: "50 millis"
         })
       })
@@ -101,6 +102,27 @@ layer(traced, { excludeTestServices: true, timeout: 60_000 })("traces on", (it) 
         // The delivery to the receiver carries no trace header of ours.
         expect(receiver.received[0]!.headers.traceparent).toBeUndefined()
       })
+  )
+
+  it.scoped("a caller's trace that is not sampled (flags 00) is not recorded, nor kept with the events", () =>
+    Effect.gen(function* () {
+      const baseUrl = yield* BaseUrl
+      const collector = yield* Collector
+      const tenant = yield* provision(baseUrl)
+      const unsampled = "5bf92f3577b34da6a3ce929d0e0e4737"
+      dataOf(yield* submitWithTrace(baseUrl, tenant, `00-${unsampled}-${CALLER_SPAN}-00`), 201)
+      // A sampled create after it: once its span is in, the one before would be too.
+      const after = dataOf(
+        yield* submitWithTrace(baseUrl, tenant, `00-${CALLER_TRACE}-${CALLER_SPAN}-01`),
+        201
+      )
+      yield* eventually(
+        () =>
+          collector.spans.some((span) => spanAttribute(span, "intake.submission_id") === after.submission.id),
+        10_000
+      )
+      expect(collector.spans.filter((span) => span.traceId === unsampled)).toEqual([])
+    })
   )
 
   it.scoped("a malformed traceparent starts a trace of its own", () =>

@@ -51,9 +51,15 @@ export interface DispatcherOptions {
  * a trace of its own otherwise. The statements it makes are spans beneath it.
  */
 const tracedAttempt =
-  (attempt: (prepared: PreparedAttempt) => Effect.Effect<AttemptMade, StorageUnavailable>) =>
+  (
+    attempt: (prepared: PreparedAttempt) => Effect.Effect<AttemptMade, StorageUnavailable>,
+    sampleRatio: number
+  ) =>
   (prepared: PreparedAttempt): Effect.Effect<AttemptMade, StorageUnavailable> => {
     const { delivery, event } = prepared
+    const parent = TraceContext.parseTraceParent(event?.traceParent)
+    // An event's trace was recorded when it kept one; an attempt of no trace is sampled as a new one.
+    if (!TraceContext.sampled(parent, sampleRatio)) return attempt(prepared)
     return Effect.withTracerEnabled(
       Effect.useSpan(
         "webhook attempt",
@@ -61,7 +67,7 @@ const tracedAttempt =
           kind: "client",
           captureStackTrace: false,
           root: true,
-          ...Option.match(TraceContext.parseTraceParent(event?.traceParent), {
+          ...Option.match(parent, {
             onNone: () => ({}),
             onSome: (parent) => ({ parent })
           }),
@@ -97,9 +103,10 @@ export const runDispatcher = (options: DispatcherOptions) =>
     const wakeups = yield* DeliveryWakeups
     const metrics = yield* Effect.serviceOption(Metrics)
     // docs/operations.md, Traces: decided once; off, an attempt is the use case's own.
-    const attempt = Option.isNone(yield* Effect.serviceOption(TraceContext.Tracing))
+    const tracing = yield* Effect.serviceOption(TraceContext.Tracing)
+    const attempt = Option.isNone(tracing)
       ? deliveries.attempt
-      : tracedAttempt(deliveries.attempt)
+      : tracedAttempt(deliveries.attempt, tracing.value.sampleRatio)
     // Opened before the claim loop, so closed after it: the attempts still running are written.
     const recorder = yield* batchWriter({
       write: (made: ReadonlyArray<AttemptMade>) => deliveries.record(made, options.claimToken),

@@ -25,7 +25,7 @@ export const otlpTracingLayer = (config: TracingConfig): Layer.Layer<TraceContex
       ...(config.exportInterval === undefined ? {} : { exportInterval: config.exportInterval })
     }),
     Layer.setTracerEnabled(false),
-    Layer.succeed(TraceContext.Tracing, { enabled: true })
+    Layer.succeed(TraceContext.Tracing, { sampleRatio: config.sampleRatio })
   ).pipe(
     Layer.provide(
       Layer.merge(

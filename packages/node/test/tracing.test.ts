@@ -32,7 +32,8 @@ describe("tracingConfig", () => {
           Option.some({
             url: "http://127.0.0.1:4318/v1/traces",
             protocol: "http/protobuf",
-            serviceName: "intake-test"
+            serviceName: "intake-test",
+            sampleRatio: 1
           })
         )
       )
@@ -55,11 +56,37 @@ describe("tracingConfig", () => {
             Option.some({
               url: "http://127.0.0.1:9999/custom",
               protocol: "http/json",
-              serviceName: "intake-eu-1"
+              serviceName: "intake-eu-1",
+              sampleRatio: 1
             })
           )
         )
       })
+  )
+
+  it.effect("OTEL_TRACES_SAMPLER and its ratio: the share of new traces recorded", () =>
+    Effect.gen(function* () {
+      const ratio = (env: Record<string, string>) =>
+        Effect.map(read({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://127.0.0.1:4318", ...env }), (result) =>
+          Either.map(
+            result,
+            Option.map((config) => config.sampleRatio)
+          )
+        )
+      expect(yield* ratio({})).toEqual(Either.right(Option.some(1)))
+      expect(
+        yield* ratio({ OTEL_TRACES_SAMPLER: "parentbased_traceidratio", OTEL_TRACES_SAMPLER_ARG: "0.05" })
+      ).toEqual(Either.right(Option.some(0.05)))
+      expect(yield* ratio({ OTEL_TRACES_SAMPLER: "always_off" })).toEqual(Either.right(Option.some(0)))
+      for (const wrong of [
+        { OTEL_TRACES_SAMPLER: "traceidratio", OTEL_TRACES_SAMPLER_ARG: "1.5" },
+        { OTEL_TRACES_SAMPLER: "jaeger_remote" }
+      ]) {
+        const result = yield* ratio(wrong)
+        expect(Either.isLeft(result)).toBe(true)
+        expect(String(Either.isLeft(result) ? result.left : "")).toContain("OTEL_TRACES_SAMPLER")
+      }
+    })
   )
 
   it.effect("gRPC is refused at start, naming the variable", () =>

@@ -12,9 +12,18 @@ import { Context, Option, Tracer } from "effect"
 /**
  * Present when spans are exported (OTEL_EXPORTER_OTLP_ENDPOINT). The tracing layer also turns
  * Effect's tracer off by default, so that background work (polls, purges, the database
- * watcher) records nothing: `traced` turns it back on for a request and a delivery attempt.
+ * watcher) records nothing: a request and a delivery attempt turn it back on, when sampled.
+ * `sampleRatio` (OTEL_TRACES_SAMPLER_ARG): the share of the traces that start here that are
+ * recorded; a trace continued from a caller follows the caller's sampled flag.
  */
-export class Tracing extends Context.Tag("@intake/Tracing")<Tracing, { readonly enabled: true }>() {}
+export class Tracing extends Context.Tag("@intake/Tracing")<Tracing, { readonly sampleRatio: number }>() {}
+
+/**
+ * Whether a span is recorded (parent-based sampling): as its parent says when it has one,
+ * else with the probability `sampleRatio`.
+ */
+export const sampled = (parent: Option.Option<Tracer.ExternalSpan>, sampleRatio: number) =>
+  Option.isSome(parent) ? parent.value.sampled : sampleRatio >= 1 || Math.random() < sampleRatio
 
 /** `version-traceid-parentid-flags`, version 00 (W3C Trace Context); ids in lowercase hex, not all zeros. */
 const TRACE_PARENT = /^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$/
