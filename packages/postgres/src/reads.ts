@@ -852,22 +852,27 @@ export const statementSteps: Effect.Effect<
     // Traces on (docs/operations.md, Traces): each statement sent on `pg` directly is a span,
     // named by its operation, with its text and never its values. Through SqlClient
     // (PGlite, @effect/sql's own transactions), @effect/sql makes the span. Decided once, here:
-    // with traces off the steps are the plain ones.
+    // with traces off the steps are the plain ones; on, a statement of a request or attempt
+    // that is not sampled (Effect's tracer off for its fiber) is the plain step too.
     const via =
       Option.isNone(tracing) || Option.isNone(reads)
         ? direct
         : (kind: StepKind): StatementStep => {
             const step = direct(kind)
             return (operation, statement, decode, refine) =>
-              Effect.withSpan(step(operation, statement, decode, refine), `sql ${operation}`, {
-                kind: "client",
-                captureStackTrace: false,
-                attributes: {
-                  "db.system.name": "postgresql",
-                  "db.operation.name": operation,
-                  "db.query.text": statement.text
-                }
-              })
+              Effect.withFiberRuntime((fiber) =>
+                fiber.getFiberRef(FiberRef.currentTracerEnabled)
+                  ? Effect.withSpan(step(operation, statement, decode, refine), `sql ${operation}`, {
+                      kind: "client",
+                      captureStackTrace: false,
+                      attributes: {
+                        "db.system.name": "postgresql",
+                        "db.operation.name": operation,
+                        "db.query.text": statement.text
+                      }
+                    })
+                  : step(operation, statement, decode, refine)
+              )
           }
     const deferredVia = via("deferred")
     return {
