@@ -37,6 +37,14 @@ module.exports = {
       to: { path: "^packages/node/src/model-summarizer\\.ts$", dynamic: false }
     },
     {
+      name: "tracing-loaded-when-configured",
+      comment:
+        "The OTLP exporter (and @effect/opentelemetry) is imported dynamically, only when OTEL_EXPORTER_OTLP_ENDPOINT asks for traces (docs/operations.md, Traces).",
+      severity: "error",
+      from: { pathNot: [TEST_ONLY, "^packages/node/src/tracing\\.ts$"] },
+      to: { path: "^packages/node/src/tracing\\.ts$", dynamic: false }
+    },
+    {
       name: "domain-imports-only-effect",
       comment:
         "packages/domain holds the rules and the ports: it imports effect and its own files, nothing else, and holds no tests (its rule tests run on the memory adapters, in packages/memory/test/domain).",

@@ -13,7 +13,8 @@ import {
   type Crypto,
   type Idempotency,
   type Principal,
-  type RateLimitDecision
+  type RateLimitDecision,
+  TraceContext
 } from "@intake/domain/internal"
 import { type IntakeMetrics, Metrics } from "@intake/node"
 import { CurrentRequestId, type RequestLogWrite } from "@intake/node/internal"
@@ -145,7 +146,14 @@ const dispatch = <R>(
   const found = match(routes, request.method, request.pathname)
   if (found === undefined) return Effect.succeed(routeNotFound())
   facts.route = found.route.path
-  return found.route.run({ request, params: found.params, principal, notes: facts })
+  const run = found.route.run({ request, params: found.params, principal, notes: facts })
+  // Traces on (the request has a span): the operation is a span beneath it (docs/operations.md, Traces).
+  return facts.traceParent === undefined
+    ? run
+    : Effect.withSpan(run, found.route.name, {
+        captureStackTrace: false,
+        attributes: { "http.route": found.route.path }
+      })
 }
 
 /** The client's address: the socket's, or X-Forwarded-For's past trusted proxies only. */
@@ -292,8 +300,84 @@ export type App<R> = (
   startedAt: number
 ) => Effect.Effect<Reply, never, R>
 
-/** `writeRequestLog` writes each request's line (RequestLogWriter: the runtime's, read once by server.ts). */
-export const makeApp = (options: AppOptions, writeRequestLog: RequestLogWrite) => {
+/**
+ * The name of a request's span: its method and route template (never the raw path, which
+ * holds ids); the method alone for a path no route matches.
+ */
+const spanName = (request: IncomingRequest) => {
+  const path = request.pathname
+  const routes: ReadonlyArray<Route<unknown>> | undefined =
+    path === "/v1" || path.startsWith("/v1/")
+      ? v1Routes
+      : path === "/admin" || path.startsWith("/admin/")
+        ? adminRoutes
+        : undefined
+  if (routes !== undefined) {
+    const found = match(routes, request.method, path)
+    return found === undefined ? request.method : `${request.method} ${found.route.path}`
+  }
+  return request.method === "GET" && STATIC_PATHS.has(path) ? `GET ${path}` : request.method
+}
+
+const STATIC_PATHS = new Set(["/openapi.json", "/docs", "/metrics"])
+
+/**
+ * `answer` as a server span (docs/operations.md, Traces): continuing the caller's trace when
+ * its `traceparent` is well-formed, else starting one. Effect's tracer is on for the
+ * request's fiber (the tracing layer turns it off for background work), so the operation,
+ * the statements and the outbound calls made for it are spans beneath it.
+ */
+const tracedAnswer =
+  <R>(answer: App<R>, sampleRatio: number): App<R> =>
+  (request, facts, startedAt) => {
+    // A load balancer's probes, every few seconds, are no one's trace.
+    if (request.pathname === "/healthz" || request.pathname === "/readyz")
+      return answer(request, facts, startedAt)
+    const parent = TraceContext.parseTraceParent(request.headers.traceparent)
+    // Not sampled (the caller's flag, or the ratio for a new trace): no span, nothing kept.
+    if (!TraceContext.sampled(parent, sampleRatio)) return answer(request, facts, startedAt)
+    return Effect.withTracerEnabled(
+      Effect.useSpan(
+        spanName(request),
+        {
+          kind: "server",
+          captureStackTrace: false,
+          root: true,
+          ...Option.match(parent, {
+            onNone: () => ({}),
+            onSome: (parent) => ({ parent })
+          }),
+          attributes: {
+            "http.request.method": request.method,
+            "url.path": request.pathname,
+            "intake.request_id": facts.requestId
+          }
+        },
+        (span) => {
+          facts.traceParent = TraceContext.formatTraceParent(span)
+          return Effect.tap(Effect.withParentSpan(answer(request, facts, startedAt), span), (reply) =>
+            Effect.sync(() => {
+              span.attribute("http.response.status_code", reply.status)
+              if (facts.route !== undefined) span.attribute("http.route", facts.route)
+              if (facts.submissionId !== undefined) span.attribute("intake.submission_id", facts.submissionId)
+            })
+          )
+        }
+      ),
+      true
+    )
+  }
+
+/**
+ * `writeRequestLog` writes each request's line (RequestLogWriter: the runtime's, read once by
+ * server.ts); `tracing`: the answers are spans, as sampled (TraceContext.Tracing present;
+ * absent, nothing of tracing is on the path).
+ */
+export const makeApp = (
+  options: AppOptions,
+  writeRequestLog: RequestLogWrite,
+  tracing?: TraceContext.Tracing["Type"]
+) => {
   const scalarScript = makeScalarScript()
   const guidePages = makeGuidePages()
   let draining = false
@@ -340,7 +424,7 @@ export const makeApp = (options: AppOptions, writeRequestLog: RequestLogWrite) =
     return Effect.succeed(routeNotFound())
   }
   // Each request is a fiber of its own (server.ts): the id is set on it, not scoped.
-  const answer = (request: IncomingRequest, facts: RequestFacts, startedAt: number) =>
+  const plainAnswer = (request: IncomingRequest, facts: RequestFacts, startedAt: number) =>
     Effect.zipRight(
       FiberRef.set(CurrentRequestId, facts.requestId),
       route(request, facts).pipe(
@@ -415,5 +499,6 @@ export const makeApp = (options: AppOptions, writeRequestLog: RequestLogWrite) =
   const startDraining = () => {
     draining = true
   }
+  const answer = tracing === undefined ? plainAnswer : tracedAnswer(plainAnswer, tracing.sampleRatio)
   return { answer, answerMalformed, deadlineExceeded, shed, startDraining, timeoutMs }
 }

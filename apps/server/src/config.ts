@@ -10,7 +10,7 @@ import {
   summarizerConfig
 } from "@intake/delivery"
 import { ClientAddress, type DeliveryIsolation, RetrySchedule } from "@intake/domain/internal"
-import { logLevelConfig } from "@intake/node"
+import { logLevelConfig, type TracingConfig, tracingConfig } from "@intake/node"
 import { databaseSettings, type PoolMode } from "@intake/postgres"
 import { Config, ConfigError, Duration, Either, type LogLevel, Option, Redacted } from "effect"
 import { MAX_BODY_BYTES } from "./body.js"
@@ -62,6 +62,8 @@ export interface ServerConfig {
   readonly corsOrigins: CorsOrigins | undefined
   /** INTAKE_SUMMARIZER…: built-in, or a model behind the OpenAI Responses API. */
   readonly summarizer: SummarizerConfig
+  /** OTEL_EXPORTER_OTLP_ENDPOINT…: traces over OTLP/HTTP when set (docs/operations.md, Traces). */
+  readonly tracing: Option.Option<TracingConfig>
   /**
    * INTAKE_DEMO: create the demo workspace (and print its key) in an empty store. Unset:
    * only on the embedded database, never on PostgreSQL (see `wantsDemo`).
@@ -218,6 +220,7 @@ const settings = Config.all({
     })
   ),
   summarizer: summarizerConfig,
+  tracing: tracingConfig("intake-server"),
   demo: Config.option(Config.boolean("INTAKE_DEMO"))
 })
 

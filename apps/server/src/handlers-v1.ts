@@ -105,7 +105,8 @@ export const v1Handlers: Handlers<typeof Api.IntakeApi, V1Services> = {
             data: payload.data,
             ...(payload.status === undefined ? {} : { status: payload.status }),
             ...(payload.is_test === undefined ? {} : { isTest: payload.is_test }),
-            requestId: notes.requestId
+            requestId: notes.requestId,
+            ...(notes.traceParent === undefined ? {} : { traceParent: notes.traceParent })
           })
         ),
         (submission) => {

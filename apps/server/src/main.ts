@@ -37,7 +37,8 @@ const program = Effect.gen(function* () {
       webhookIsolation: config.webhookIsolation,
       webhookRetentionMs: Duration.toMillis(config.webhookRetention),
       summarizer: config.summarizer,
-      databasePool: poolSettings({ poolMode: config.databasePoolMode, directUrl: config.databaseDirectUrl })
+      databasePool: poolSettings({ poolMode: config.databasePoolMode, directUrl: config.databaseDirectUrl }),
+      tracing: config.tracing
     }
   )
   const server = serverLayer({

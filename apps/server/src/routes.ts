@@ -55,6 +55,8 @@ import { errorBody, json, type Reply, successJsonText, withHeader } from "./resp
  */
 export interface RequestNotes {
   readonly requestId: string
+  /** The traceparent of the request's span, when traces are on (docs/operations.md, Traces). */
+  traceParent?: string
   submissionId?: string
   eventIds?: ReadonlyArray<string>
 }
@@ -76,6 +78,8 @@ export interface Matched {
 }
 
 export interface Route<R> {
+  /** The endpoint's operation, e.g. createSubmission (its span's name when traces are on). */
+  readonly name: string
   readonly method: HttpMethod.HttpMethod
   /** The endpoint's path with its parameters named, e.g. /v1/intake-bots/:id (for the logs). */
   readonly path: string
@@ -351,7 +355,7 @@ export const serve = <
       : afterScope
   }
 
-  return { method: endpoint.method, path: endpoint.path, pattern, names, run }
+  return { name: endpoint.name, method: endpoint.method, path: endpoint.path, pattern, names, run }
 }
 
 /** How the server answers one endpoint: its operation over the decoded input, and how it is served. */

@@ -23,7 +23,7 @@ import {
   WebhookSettings
 } from "@intake/domain"
 import { InProcessLive, MemoryPortsLive } from "@intake/memory"
-import { MetricsLive, NodePlatformLive } from "@intake/node"
+import { MetricsLive, NodePlatformLive, type TracingConfig, tracingLayer } from "@intake/node"
 import {
   databaseIsEmpty,
   PglitePortsLive,
@@ -67,7 +67,20 @@ export interface RuntimeOptions {
   readonly databaseQueryTimeout?: Duration.DurationInput
   /** On PostgreSQL: DATABASE_POOL_MODE and DATABASE_DIRECT_URL (docs/deploy-postgres.md); a direct connection when omitted. */
   readonly databasePool?: Pick<PostgresConfig, "poolMode" | "directUrl">
+  /** OTEL_EXPORTER_OTLP_ENDPOINT…: spans over OTLP/HTTP (docs/operations.md, Traces); none when omitted. */
+  readonly tracing?: Option.Option<TracingConfig>
 }
+
+/**
+ * The platform (crypto, ids, clock, the receiver client) and, when traces are on, the tracing
+ * layer beside it: below the ports, so that the statements, the use cases, the dispatcher and
+ * the server all see TraceContext.Tracing when they are built.
+ */
+const platformOf = (options: RuntimeOptions) =>
+  Option.match(options.tracing ?? Option.none(), {
+    onNone: () => NodePlatformLive,
+    onSome: (config) => Layer.merge(NodePlatformLive, tracingLayer(config))
+  })
 
 /** Where Redis is: one server's URL, or some nodes of a cluster. */
 export type RedisTarget =
@@ -164,15 +177,15 @@ const withUseCases = <ROut, E>(ports: Layer.Layer<ROut, E>, options: RuntimeOpti
 }
 
 export const embeddedRuntime = (options: RuntimeOptions) =>
-  withUseCases(MemoryPortsLive.pipe(Layer.provideMerge(NodePlatformLive)), options)
+  withUseCases(MemoryPortsLive.pipe(Layer.provideMerge(platformOf(options))), options)
 
 type PortsFromThisInstance =
   | Layer.Layer.Success<typeof InProcessLive>
   | Layer.Layer.Success<typeof NodePlatformLive>
 
 /** The ports on a database, with the platform and what stays in this process beside them. */
-const onThisInstance = <A, E>(ports: Layer.Layer<A, E, PortsFromThisInstance>) =>
-  ports.pipe(Layer.provideMerge(Layer.merge(InProcessLive, NodePlatformLive)))
+const onThisInstance = <A, E>(ports: Layer.Layer<A, E, PortsFromThisInstance>, options: RuntimeOptions) =>
+  ports.pipe(Layer.provideMerge(Layer.merge(InProcessLive, platformOf(options))))
 
 /** StoreStatus over the SqlClient of the ports, and the DatabaseState its watcher keeps. */
 const sqlStoreStatus = (description: string, options: RuntimeOptions) =>
@@ -198,7 +211,11 @@ const onSql = <E>(
   >,
   description: string,
   options: RuntimeOptions
-) => withUseCases(Layer.provideMerge(sqlStoreStatus(description, options), onThisInstance(ports)), options)
+) =>
+  withUseCases(
+    Layer.provideMerge(sqlStoreStatus(description, options), onThisInstance(ports, options)),
+    options
+  )
 
 /** Every use case over the ports on a database client layer (tests pass a fresh database). */
 export const sqlRuntime = <E>(

@@ -15,7 +15,7 @@ import {
 import { type AddressInfo, Server as NetServer, type Socket } from "node:net"
 import { performance } from "node:perf_hooks"
 import type { Duplex } from "node:stream"
-import { invalid } from "@intake/domain"
+import { invalid, TraceContext } from "@intake/domain"
 import { Metrics } from "@intake/node"
 import { CurrentRequestId, RequestLogWriter, untrackRootFibers } from "@intake/node/internal"
 import { Context, Data, Duration, Effect, Exit, FiberRef, Layer, Option, Runtime } from "effect"
@@ -188,7 +188,9 @@ export const serverLayer = (options: ListenOptions) =>
         Option.match(yield* Effect.serviceOption(Metrics), {
           onNone: () => writeRequestLog,
           onSome: (metrics) => countedRequestLog(metrics, writeRequestLog)
-        })
+        }),
+        // docs/operations.md, Traces: read once; off, the requests carry nothing of it.
+        Option.getOrUndefined(yield* Effect.serviceOption(TraceContext.Tracing))
       )
       const run = Runtime.runCallback(
         Runtime.setFiberRef(

@@ -59,4 +59,11 @@ describe("the built server (what pnpm start runs)", () => {
     // The summarizer is in the build, as a chunk imported on demand.
     expect(atStart.text).toMatch(/import\("\.\/chunks\/model-summarizer-[^"]+\.js"\)/)
   })
+
+  it("loads the OTLP exporter only when traces are asked for: @effect/opentelemetry is imported on demand, not at start", async () => {
+    const atStart = await withItsImports(inject("serverEntry"))
+    expect(atStart.outside.filter((specifier) => /opentelemetry/.test(specifier))).toEqual([])
+    // The exporter is in the build, as a chunk imported on demand (docs/operations.md, Traces).
+    expect(atStart.text).toMatch(/import\("\.\/chunks\/tracing-[^"]+\.js"\)/)
+  })
 })

@@ -24,7 +24,14 @@ import {
 } from "@intake/delivery"
 import { WebhookSettings } from "@intake/domain"
 import { InProcessLive } from "@intake/memory"
-import { loggingLayer, logLevelConfig, MetricsLive, NodePlatformLive } from "@intake/node"
+import {
+  loggingLayer,
+  logLevelConfig,
+  MetricsLive,
+  NodePlatformLive,
+  tracingConfig,
+  tracingLayer
+} from "@intake/node"
 import { databaseSettings, PostgresPortsLive, pingDatabase, poolSettings } from "@intake/postgres"
 import { Cause, Config, ConfigError, Console, Effect, Layer, Option } from "effect"
 
@@ -48,8 +55,13 @@ const program = Effect.gen(function* () {
     )
     return yield* Effect.fail("DATABASE_URL is not set")
   }
+  // docs/operations.md, Traces: beside the platform, so the statements and the dispatcher see it.
+  const tracing = Option.match(yield* tracingConfig("intake-worker"), {
+    onNone: () => Layer.empty,
+    onSome: tracingLayer
+  })
   const ports = PostgresPortsLive({ url: databaseUrl.value, ...poolSettings(database) }).pipe(
-    Layer.provideMerge(Layer.merge(InProcessLive, NodePlatformLive))
+    Layer.provideMerge(Layer.mergeAll(InProcessLive, NodePlatformLive, tracing))
   )
   const engine = deliveryEngine({
     allowPrivateNetworks: config.allowPrivateNetworks,

@@ -179,7 +179,15 @@ export const givenEndpoint = (receiverUrl: string) =>
  * unit of work, then the wake-up). Their attempts are due `dueInMs` from now (the way a
  * retry waits; their createdAt is that moment too). Answers the events.
  */
-export const recordEvents = (bot: IntakeBot, count: number, options: { readonly dueInMs?: number } = {}) =>
+export const recordEvents = (
+  bot: IntakeBot,
+  count: number,
+  options: {
+    readonly dueInMs?: number
+    /** The traceparent of the request that raised them, as a create with traces on keeps it. */
+    readonly traceParent?: string
+  } = {}
+) =>
   Effect.gen(function* () {
     const [uow, submissions, outbox, wakeups] = yield* Effect.all([
       UnitOfWork,
@@ -194,7 +202,12 @@ export const recordEvents = (bot: IntakeBot, count: number, options: { readonly 
           submissionRecord(bot, { createdAt: now, updatedAt: now })
         )
         for (const record of records) yield* submissions.insert(record, [])
-        const events = records.map((record) => domainEventRecord(record))
+        const events = records.map((record) =>
+          domainEventRecord(
+            record,
+            options.traceParent === undefined ? {} : { traceParent: options.traceParent }
+          )
+        )
         yield* outbox.append(events)
         yield* queueDeliveries(events, now + (options.dueInMs ?? 0))
         return events

@@ -11,12 +11,19 @@
  * dispatcher finishes what it claimed and claims nothing more. The loop itself is
  * claim-loop.ts, shared with the summary runner.
  */
-import { type AttemptMade, Deliveries, DeliveryWakeups, type PreparedAttempt } from "@intake/domain"
+import {
+  type AttemptMade,
+  Deliveries,
+  DeliveryWakeups,
+  type PreparedAttempt,
+  type StorageUnavailable,
+  TraceContext
+} from "@intake/domain"
 import { Metrics } from "@intake/node"
-import { Effect } from "effect"
+import { Effect, Option } from "effect"
 import { batchWriter } from "./batch-writer.js"
 import { claimLoop } from "./claim-loop.js"
-import { observeAttempt } from "./metrics.js"
+import { attemptOutcome, observeAttempt } from "./metrics.js"
 
 /** The most finished attempts one unit of work writes. */
 const RECORD_BATCH = 256
@@ -37,11 +44,69 @@ export interface DispatcherOptions {
   readonly claimToken: string
 }
 
+/**
+ * An attempt as a span (docs/operations.md, Traces), with its endpoint, event, outcome and
+ * receiver's status: a child of the span of the request that raised its event when the
+ * event kept one (TraceContext, migration 16), so a create and its deliveries share a trace;
+ * a trace of its own otherwise. The statements it makes are spans beneath it.
+ */
+const tracedAttempt =
+  (
+    attempt: (prepared: PreparedAttempt) => Effect.Effect<AttemptMade, StorageUnavailable>,
+    sampleRatio: number
+  ) =>
+  (prepared: PreparedAttempt): Effect.Effect<AttemptMade, StorageUnavailable> => {
+    const { delivery, event } = prepared
+    const parent = TraceContext.parseTraceParent(event?.traceParent)
+    // An event's trace was recorded when it kept one; an attempt of no trace is sampled as a new one.
+    if (!TraceContext.sampled(parent, sampleRatio)) return attempt(prepared)
+    return Effect.withTracerEnabled(
+      Effect.useSpan(
+        "webhook attempt",
+        {
+          kind: "client",
+          captureStackTrace: false,
+          root: true,
+          ...Option.match(parent, {
+            onNone: () => ({}),
+            onSome: (parent) => ({ parent })
+          }),
+          attributes: {
+            "intake.webhook_id": delivery.webhookId,
+            "intake.event_id": delivery.eventId,
+            "intake.event_type": delivery.eventType,
+            "intake.delivery_id": delivery.id,
+            "intake.attempt": delivery.attempt,
+            "intake.trigger": delivery.trigger,
+            ...(event?.submissionId ? { "intake.submission_id": event.submissionId } : {}),
+            ...(event?.requestId === undefined ? {} : { "intake.request_id": event.requestId })
+          }
+        },
+        (span) =>
+          Effect.tap(Effect.withParentSpan(attempt(prepared), span), (made) =>
+            Effect.sync(() => {
+              span.attribute("intake.outcome", attemptOutcome(made))
+              if (made._tag === "Sent" && made.result.responseStatus !== null)
+                span.attribute("http.response.status_code", made.result.responseStatus)
+              if (made._tag === "Sent" && made.result.error !== null)
+                span.attribute("intake.error", made.result.error)
+            })
+          )
+      ),
+      true
+    )
+  }
+
 export const runDispatcher = (options: DispatcherOptions) =>
   Effect.gen(function* () {
     const deliveries = yield* Deliveries
     const wakeups = yield* DeliveryWakeups
     const metrics = yield* Effect.serviceOption(Metrics)
+    // docs/operations.md, Traces: decided once; off, an attempt is the use case's own.
+    const tracing = yield* Effect.serviceOption(TraceContext.Tracing)
+    const attempt = Option.isNone(tracing)
+      ? deliveries.attempt
+      : tracedAttempt(deliveries.attempt, tracing.value.sampleRatio)
     // Opened before the claim loop, so closed after it: the attempts still running are written.
     const recorder = yield* batchWriter({
       write: (made: ReadonlyArray<AttemptMade>) => deliveries.record(made, options.claimToken),
@@ -77,7 +142,7 @@ export const runDispatcher = (options: DispatcherOptions) =>
       )
 
     const dispatchOne = (prepared: PreparedAttempt) =>
-      deliveries.attempt(prepared).pipe(
+      attempt(prepared).pipe(
         Effect.tap((made) => observeAttempt(metrics, made)),
         Effect.flatMap(recorder.submit),
         Effect.tapErrorCause((cause) =>

@@ -37,14 +37,27 @@ export const scrapeMetrics = Effect.gen(function* () {
   return { text: yield* Effect.promise(() => metrics.render(readings)), contentType: metrics.contentType }
 })
 
+/**
+ * What became of an attempt, as the metrics and the attempt's span name it: succeeded, failed,
+ * skipped (closed unsent: its source or endpoint is gone), or expired (given back unsent).
+ */
+export const attemptOutcome = (made: AttemptMade) =>
+  made._tag === "Expired"
+    ? "expired"
+    : made._tag === "Dropped"
+      ? "skipped"
+      : made.result.ok
+        ? "succeeded"
+        : "failed"
+
 /** Counts an attempt the dispatcher made (or closed unsent) in this process's metrics, when it keeps them. */
 export const observeAttempt = (metrics: Option.Option<IntakeMetrics>, made: AttemptMade) =>
   Effect.sync(() => {
     if (Option.isNone(metrics)) return
+    const outcome = attemptOutcome(made)
     // An expired attempt was not made: its claim went back, and it is counted when it is.
-    if (made._tag === "Expired") return
-    if (made._tag === "Dropped") metrics.value.observeDelivery("skipped", null)
-    else metrics.value.observeDelivery(made.result.ok ? "succeeded" : "failed", made.result.durationMs / 1000)
+    if (outcome === "expired") return
+    metrics.value.observeDelivery(outcome, made._tag === "Sent" ? made.result.durationMs / 1000 : null)
   })
 
 /**

@@ -197,6 +197,11 @@ export const DomainEvent = Schema.Struct({
   disabledReason: Schema.optional(WebhookDisabledReason),
   /** The X-Request-Id of the request that raised it, when one did (docs/operations.md, Request ids). */
   requestId: Schema.optional(Schema.String),
+  /**
+   * The W3C traceparent of the request's span, when traces are on (docs/operations.md,
+   * Traces): the delivery attempts of the event are spans of that trace.
+   */
+  traceParent: Schema.optional(Schema.String),
   createdAt: EpochMillis
 })
 export type DomainEvent = typeof DomainEvent.Type

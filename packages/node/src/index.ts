@@ -8,3 +8,4 @@ export { jsonLineLogger, LOG_LEVELS, type LogLevelName, loggingLayer, logLevelCo
 export * from "./metrics.js"
 export * from "./platform.js"
 export * from "./receiver-client.js"
+export * from "./tracing-config.js"

@@ -422,5 +422,16 @@ export const migrations: ReadonlyArray<Migration> = [
       // notice) and for those from before this migration; nullable, so nothing is rewritten.
       `ALTER TABLE domain_events ADD COLUMN request_id text`
     ]
+  },
+  {
+    id: 16,
+    name: "events keep the trace of the request that raised them",
+    statements: [
+      // Traces (docs/operations.md, Traces): with OTEL_EXPORTER_OTLP_ENDPOINT set, a create
+      // writes the W3C traceparent of its request's span on its events, and each delivery
+      // attempt of an event is a span of that trace. NULL when traces are off, for events no
+      // request raised and for those from before this migration; nullable, nothing rewritten.
+      `ALTER TABLE domain_events ADD COLUMN trace_parent text`
+    ]
   }
 ]

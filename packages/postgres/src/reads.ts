@@ -30,7 +30,7 @@ import { connect } from "node:net"
 import { SqlClient } from "@effect/sql"
 import type { Connection } from "@effect/sql/SqlConnection"
 import { SqlError } from "@effect/sql/SqlError"
-import { type StorageUnavailable, WireShapes } from "@intake/domain/internal"
+import { type StorageUnavailable, TraceContext, WireShapes } from "@intake/domain/internal"
 import { Context, Effect, Exit, FiberRef, Option, Stream } from "effect"
 import {
   DatabaseError,
@@ -839,66 +839,95 @@ export const statementSteps: Effect.Effect<
   },
   never,
   SqlClient.SqlClient
-> = Effect.zipWith(SqlClient.SqlClient, Effect.serviceOption(PgReads), (sql, reads) => {
-  // Chosen once, for the layer: behind a transaction-mode pooler every statement is unnamed,
-  // which PostgreSQL plans for each run's values anyway (no ReplannedQuery needed).
-  const pooled = Option.isSome(reads) && reads.value.poolMode === "transaction"
-  const nameFor = pooled ? unnamed : nameOf
-  const replanned = pooled ? PreparedQuery : ReplannedQuery
-  const via =
-    (kind: StepKind): StatementStep =>
-    <A, E = never>(
-      operation: string,
-      statement: SqlText,
-      decode: (rows: ReadonlyArray<Row>) => Effect.Effect<A, E>,
-      refine?: (error: SqlError) => E | undefined
-    ): Effect.Effect<A, E | StorageUnavailable> => {
-      const onError = (error: SqlError): Effect.Effect<A, E | StorageUnavailable> => {
-        const refined = refine?.(error)
-        return refined === undefined ? Exit.fail(storageFailure(operation, error)) : Exit.fail(refined as E)
-      }
-      const viaSqlClient = () =>
-        Effect.matchEffect(sql.unsafe<Row>(statement.text, statement.values as Array<unknown>), {
-          onFailure: onError,
-          onSuccess: decode
-        })
-      if (Option.isNone(reads)) return viaSqlClient()
-      const pool = reads.value.pool
-      return Effect.withFiberRuntime<A, E | StorageUnavailable>((fiber) => {
-        const transaction = Context.getOption(fiber.currentContext, SqlClient.TransactionConnection)
-        const connection = Option.isSome(transaction) ? transaction.value[0] : undefined
-        if (connection !== undefined && !(connection instanceof TransactionClient)) return viaSqlClient()
-        const answered = (error: Error | undefined, result: QueryResult) =>
-          error ? onError(failed(error)) : decode(result.rows as ReadonlyArray<Row>)
-        const name = nameFor(statement.text)
-        if (kind === "planned") {
-          const query = preparedQuery(name, statement.text, statement.values as Array<unknown>, replanned)
-          return connection === undefined
-            ? sendThen<A, E | StorageUnavailable>(pool, query, undefined, answered)
-            : connection.sendThen(query, answered)
+> = Effect.zipWith(
+  Effect.all([SqlClient.SqlClient, Effect.serviceOption(PgReads)]),
+  Effect.serviceOption(TraceContext.Tracing),
+  ([sql, reads], tracing) => {
+    // Chosen once, for the layer: behind a transaction-mode pooler every statement is unnamed,
+    // which PostgreSQL plans for each run's values anyway (no ReplannedQuery needed).
+    const pooled = Option.isSome(reads) && reads.value.poolMode === "transaction"
+    const nameFor = pooled ? unnamed : nameOf
+    const replanned = pooled ? PreparedQuery : ReplannedQuery
+    const direct =
+      (kind: StepKind): StatementStep =>
+      <A, E = never>(
+        operation: string,
+        statement: SqlText,
+        decode: (rows: ReadonlyArray<Row>) => Effect.Effect<A, E>,
+        refine?: (error: SqlError) => E | undefined
+      ): Effect.Effect<A, E | StorageUnavailable> => {
+        const onError = (error: SqlError): Effect.Effect<A, E | StorageUnavailable> => {
+          const refined = refine?.(error)
+          return refined === undefined ? Exit.fail(storageFailure(operation, error)) : Exit.fail(refined as E)
         }
-        if (connection === undefined)
-          return sendThen<A, E | StorageUnavailable>(
-            pool,
-            preparedQuery(name, statement.text, statement.values as Array<unknown>),
-            undefined,
-            answered
-          )
-        if (kind === "deferred")
-          // Its own failure, refined or not, stands for a StorageUnavailable of the step that carries it.
-          return connection.defer(
-            name,
-            statement,
-            onError as (error: SqlError) => Effect.Effect<never, StorageUnavailable>
-          ) as Effect.Effect<A, StorageUnavailable>
-        return connection.step(name, statement, kind === "final", decode, onError)
-      })
+        const viaSqlClient = () =>
+          Effect.matchEffect(sql.unsafe<Row>(statement.text, statement.values as Array<unknown>), {
+            onFailure: onError,
+            onSuccess: decode
+          })
+        if (Option.isNone(reads)) return viaSqlClient()
+        const pool = reads.value.pool
+        return Effect.withFiberRuntime<A, E | StorageUnavailable>((fiber) => {
+          const transaction = Context.getOption(fiber.currentContext, SqlClient.TransactionConnection)
+          const connection = Option.isSome(transaction) ? transaction.value[0] : undefined
+          if (connection !== undefined && !(connection instanceof TransactionClient)) return viaSqlClient()
+          const answered = (error: Error | undefined, result: QueryResult) =>
+            error ? onError(failed(error)) : decode(result.rows as ReadonlyArray<Row>)
+          const name = nameFor(statement.text)
+          if (kind === "planned") {
+            const query = preparedQuery(name, statement.text, statement.values as Array<unknown>, replanned)
+            return connection === undefined
+              ? sendThen<A, E | StorageUnavailable>(pool, query, undefined, answered)
+              : connection.sendThen(query, answered)
+          }
+          if (connection === undefined)
+            return sendThen<A, E | StorageUnavailable>(
+              pool,
+              preparedQuery(name, statement.text, statement.values as Array<unknown>),
+              undefined,
+              answered
+            )
+          if (kind === "deferred")
+            // Its own failure, refined or not, stands for a StorageUnavailable of the step that carries it.
+            return connection.defer(
+              name,
+              statement,
+              onError as (error: SqlError) => Effect.Effect<never, StorageUnavailable>
+            ) as Effect.Effect<A, StorageUnavailable>
+          return connection.step(name, statement, kind === "final", decode, onError)
+        })
+      }
+    // Traces on (docs/operations.md, Traces): each statement sent on `pg` directly is a span,
+    // named by its operation, with its text and never its values. Through SqlClient
+    // (PGlite, @effect/sql's own transactions), @effect/sql makes the span. Decided once, here:
+    // with traces off the steps are the plain ones; on, a statement of a request or attempt
+    // that is not sampled (Effect's tracer off for its fiber) is the plain step too.
+    const via =
+      Option.isNone(tracing) || Option.isNone(reads)
+        ? direct
+        : (kind: StepKind): StatementStep => {
+            const step = direct(kind)
+            return (operation, statement, decode, refine) =>
+              Effect.withFiberRuntime((fiber) =>
+                fiber.getFiberRef(FiberRef.currentTracerEnabled)
+                  ? Effect.withSpan(step(operation, statement, decode, refine), `sql ${operation}`, {
+                      kind: "client",
+                      captureStackTrace: false,
+                      attributes: {
+                        "db.system.name": "postgresql",
+                        "db.operation.name": operation,
+                        "db.query.text": statement.text
+                      }
+                    })
+                  : step(operation, statement, decode, refine)
+              )
+          }
+    const deferredVia = via("deferred")
+    return {
+      step: via("prepared"),
+      final: via("final"),
+      planned: via("planned"),
+      deferred: (operation, statement, refine) => deferredVia(operation, statement, () => Exit.void, refine)
     }
-  const deferredVia = via("deferred")
-  return {
-    step: via("prepared"),
-    final: via("final"),
-    planned: via("planned"),
-    deferred: (operation, statement, refine) => deferredVia(operation, statement, () => Exit.void, refine)
   }
-})
+)

@@ -74,5 +74,8 @@ export const eventFromRow = (row: Row): DomainEvent => ({
     ? {}
     : { disabledReason: row.disabled_reason as NonNullable<DomainEvent["disabledReason"]> }),
   ...(row.request_id === null || row.request_id === undefined ? {} : { requestId: row.request_id as string }),
+  ...(row.trace_parent === null || row.trace_parent === undefined
+    ? {}
+    : { traceParent: row.trace_parent as string }),
   createdAt: toMillis(row.created_at)
 })

@@ -423,6 +423,7 @@ const EVENT_COLUMNS = [
   "webhook_id",
   "disabled_reason",
   "request_id",
+  "trace_parent",
   "created_at"
 ] as const
 
@@ -437,6 +438,7 @@ const eventValues = (e: DomainEvent): ReadonlyArray<unknown> => [
   e.webhookId ?? null,
   e.disabledReason ?? null,
   e.requestId ?? null,
+  e.traceParent ?? null,
   toDate(e.createdAt)
 ]
 

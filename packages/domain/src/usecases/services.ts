@@ -210,6 +210,8 @@ export interface NewSubmission {
   readonly messages?: ReadonlyArray<{ readonly role: MessageRole; readonly content: string }>
   /** The request's id, kept on the events it raises (docs/operations.md, Request ids). */
   readonly requestId?: string
+  /** The traceparent of the request's span when traces are on, kept on its events too (docs/operations.md, Traces). */
+  readonly traceParent?: string
 }
 
 /** A stored submission, and the id of the submission.completed event it raised, if it did. */

@@ -222,6 +222,7 @@ export const SubmissionsLive = Layer.effect(
             submissionId: id,
             contactId: contact?.id ?? null,
             ...(input.requestId === undefined ? {} : { requestId: input.requestId }),
+            ...(input.traceParent === undefined ? {} : { traceParent: input.traceParent }),
             createdAt: now
           })
           const events =

@@ -28,11 +28,14 @@ export const eventOutboxContract = (
       return submission
     })
 
-    it.effect("appended events are found by id, with the request that raised them", () =>
+    it.effect("appended events are found by id, with the request that raised them and its trace", () =>
       Effect.gen(function* () {
         const outbox = yield* EventOutbox
         const submission = yield* givenSubmission
-        const completed = domainEventRecord(submission, { requestId: "req_0123abcd" })
+        const completed = domainEventRecord(submission, {
+          requestId: "req_0123abcd",
+          traceParent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+        })
         const created = domainEventRecord(submission, { type: "contact.created", contactId: uniqueId("con") })
         yield* outbox.append([completed, created])
         expect(yield* outbox.findById(completed.id)).toEqual(Option.some(completed))
