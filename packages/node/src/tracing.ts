@@ -9,7 +9,7 @@ import * as OtlpTracer from "@effect/opentelemetry/OtlpTracer"
 import * as FetchHttpClient from "@effect/platform/FetchHttpClient"
 import { TraceContext } from "@intake/domain"
 import { Layer } from "effect"
-import type { TracingConfig } from "./tracing-config.js"
+import type { TracingConfig } from "./tracing-settings.js"
 
 /**
  * Spans exported to `config.url`, and TraceContext.Tracing for the parts that add their
