@@ -732,6 +732,12 @@ export class DeliveryRepository extends Context.Tag("@intake/DeliveryRepository"
      * `batchSize` rows per statement, until none is left. A pending attempt is never deleted.
      */
     readonly purgeOlderThan: (before: EpochMillis, batchSize: number) => Stored<PurgedHistory>
+    /**
+     * Makes the store ready for the history written from `now` on, ahead of time: on
+     * PostgreSQL the month partitions of `now` and the next two (docs/history-partitions.md);
+     * nothing in memory. Idempotent, safe from several processes at once.
+     */
+    readonly prepareHistory: (now: EpochMillis) => Stored<void>
   }
 >() {}
 

@@ -29,6 +29,7 @@ import {
 } from "@intake/domain"
 import { Effect, Exit, Layer, Option, Queue, Schedule, Stream } from "effect"
 import { dispatchSourcesFromRows } from "./dispatch-sources.js"
+import { dropExpiredMonths, prepareMonths } from "./history-partitions.js"
 import { afterPosition, pageFrom } from "./paging.js"
 import {
   backlogsStatement,
@@ -424,16 +425,20 @@ export const PgDeliveryRepository = Layer.effect(
             })
           )
         ),
-      // Each batch its own short statement (no long lock, within the query timeout), as the
-      // idempotency purge; SKIP LOCKED leaves rows another purge or a dispatcher holds.
+      prepareHistory: (now) => stored("deliveries.prepareHistory")(prepareMonths(sql, now)),
+      // Whole months first (history-partitions.ts), then what is left older than `before`,
+      // each batch its own short statement (no long lock, within the query timeout), as the
+      // idempotency purge; SKIP LOCKED leaves rows another purge or a dispatcher holds. A row
+      // is deleted by its id and created_at, so only its own month's index is probed.
       purgeOlderThan: (before, batchSize) =>
         stored("deliveries.purgeOlderThan")(
           Effect.gen(function* () {
+            const months = yield* dropExpiredMonths(sql, before)
             const deliveries = yield* purgedInBatches(
               batchSize,
               sql<Row>`WITH purged AS (
-                DELETE FROM deliveries WHERE id IN (
-                  SELECT id FROM deliveries WHERE due_at IS NULL AND created_at < ${toDate(before)}
+                DELETE FROM deliveries WHERE (id, created_at) IN (
+                  SELECT id, created_at FROM deliveries WHERE due_at IS NULL AND created_at < ${toDate(before)}
                   LIMIT ${batchSize} FOR UPDATE SKIP LOCKED
                 ) RETURNING 1
               ) SELECT count(*) AS purged FROM purged`
@@ -441,8 +446,8 @@ export const PgDeliveryRepository = Layer.effect(
             const events = yield* purgedInBatches(
               batchSize,
               sql<Row>`WITH purged AS (
-                DELETE FROM domain_events WHERE id IN (
-                  SELECT e.id FROM domain_events e
+                DELETE FROM domain_events WHERE (id, created_at) IN (
+                  SELECT e.id, e.created_at FROM domain_events e
                   WHERE e.created_at < ${toDate(before)}
                     AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.event_id = e.id AND d.due_at IS NOT NULL)
                   ORDER BY e.created_at, e.id
@@ -450,7 +455,7 @@ export const PgDeliveryRepository = Layer.effect(
                 ) RETURNING 1
               ) SELECT count(*) AS purged FROM purged`
             )
-            return { deliveries, events }
+            return { deliveries: months.deliveries + deliveries, events: months.events + events }
           })
         )
     })
