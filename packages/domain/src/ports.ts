@@ -730,6 +730,8 @@ export class DeliveryRepository extends Context.Tag("@intake/DeliveryRepository"
      * Retention (docs/webhooks.md, "Data kept"): deletes the finished attempts created before
      * `before`, and the events created before it that have no pending attempt, at most
      * `batchSize` rows per statement, until none is left. A pending attempt is never deleted.
+     * On PostgreSQL a month whose rows may all go is dropped whole first
+     * (docs/history-partitions.md); the rows deleted are the same.
      */
     readonly purgeOlderThan: (before: EpochMillis, batchSize: number) => Stored<PurgedHistory>
     /**
