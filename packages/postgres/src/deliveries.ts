@@ -110,6 +110,14 @@ export const listDeliveriesQuery = (
     LIMIT ${page.limit + 1}`
 
 /**
+ * How long before its event an attempt may have been created: none is (an attempt is made
+ * when its event occurs or later), but the clocks of the processes that write them may
+ * differ by this much. Bounds each event's attempts to the months from its own on, so a
+ * recovery probes those months' partitions only (docs/history-partitions.md).
+ */
+const ATTEMPTS_FROM_EVENT = "1 day"
+
+/**
  * The events a recovery queues (DeliveryRepository.recoverableEvents), oldest first, with
  * the highest attempt number each already has on the endpoint. Served by
  * domain_events_workspace (workspace, created_at, id) and deliveries_event.
@@ -123,7 +131,8 @@ export const recoverableEventsQuery = (
 ) =>
   sql<Row>`SELECT e.*,
       (SELECT coalesce(max(d.attempt), 0) FROM deliveries d
-        WHERE d.webhook_id = ${endpoint.id} AND d.event_id = e.id) AS attempts_made
+        WHERE d.webhook_id = ${endpoint.id} AND d.event_id = e.id
+          AND d.created_at >= e.created_at - ${ATTEMPTS_FROM_EVENT}::interval) AS attempts_made
     FROM domain_events e
     WHERE ${sql.and([
       sql`e.workspace_id = ${endpoint.workspaceId}`,
@@ -138,6 +147,7 @@ export const recoverableEventsQuery = (
       sql`e.webhook_id IS DISTINCT FROM ${endpoint.id}`,
       ...(after === null ? [] : [sql`(e.created_at, e.id) > (${toDate(after.createdAt)}, ${after.id})`]),
       sql`NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.webhook_id = ${endpoint.id} AND d.event_id = e.id
+        AND d.created_at >= e.created_at - ${ATTEMPTS_FROM_EVENT}::interval
         AND d.status IN ('succeeded', 'pending'))`
     ])}
     ORDER BY e.created_at, e.id
