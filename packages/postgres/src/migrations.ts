@@ -433,5 +433,83 @@ export const migrations: ReadonlyArray<Migration> = [
       // request raised and for those from before this migration; nullable, nothing rewritten.
       `ALTER TABLE domain_events ADD COLUMN trace_parent text`
     ]
+  },
+  {
+    id: 17,
+    name: "delivery history partitioned by month",
+    statements: [
+      // docs/history-partitions.md: deliveries and domain_events are partitioned by month of
+      // created_at (UTC), with a DEFAULT partition for rows outside every month made so far.
+      // A month's partition is made by this function, here and ahead of time by the periodic
+      // history job (DeliveryRepository.prepareHistory), idempotent under an advisory lock:
+      // the table is created apart, given the rows of its month the DEFAULT partition holds,
+      // and attached (no ACCESS EXCLUSIVE lock on the parent). Answers the partition's name.
+      `CREATE FUNCTION intake_month_partition(parent text, at timestamptz) RETURNS text LANGUAGE plpgsql AS $$
+        DECLARE
+          first_day timestamp := date_trunc('month', at AT TIME ZONE 'UTC');
+          name text := parent || '_p' || to_char(first_day, 'YYYY_MM');
+          low timestamptz := first_day AT TIME ZONE 'UTC';
+          high timestamptz := (first_day + interval '1 month') AT TIME ZONE 'UTC';
+        BEGIN
+          IF to_regclass(quote_ident(name)) IS NOT NULL THEN
+            RETURN name;
+          END IF;
+          PERFORM pg_advisory_xact_lock(hashtextextended('intake:partitions:' || parent, 0));
+          BEGIN
+            EXECUTE format('CREATE TABLE %I (LIKE %I INCLUDING DEFAULTS INCLUDING CONSTRAINTS INCLUDING GENERATED INCLUDING STORAGE)',
+              name, parent);
+          EXCEPTION WHEN duplicate_table THEN
+            -- Made by another process since the check above.
+            RETURN name;
+          END;
+          EXECUTE format('WITH moved AS (DELETE FROM %I WHERE created_at >= $1 AND created_at < $2 RETURNING *)
+            INSERT INTO %I SELECT * FROM moved', parent || '_default', name) USING low, high;
+          EXECUTE format('ALTER TABLE %I ATTACH PARTITION %I FOR VALUES FROM (%L) TO (%L)', parent, name, low, high);
+          RETURN name;
+        END
+      $$`,
+      // Converts one table, whatever its columns and indexes: a partitioned table of the same
+      // columns takes its name, every row is copied, and each index is made again on the
+      // parent (so on every partition). The primary key becomes (id, created_at): a partitioned
+      // table's unique indexes must hold its partition key. Used by this migration only.
+      `CREATE FUNCTION intake_partition_by_month(parent text) RETURNS void LANGUAGE plpgsql AS $$
+        DECLARE
+          old text := parent || '_unpartitioned';
+          index_defs text[];
+          index_def text;
+          oldest timestamptz;
+          month timestamp;
+        BEGIN
+          IF EXISTS (SELECT 1 FROM pg_index WHERE indrelid = parent::regclass AND indisunique AND NOT indisprimary) THEN
+            RAISE EXCEPTION 'intake_partition_by_month: % has a unique index besides its primary key', parent;
+          END IF;
+          EXECUTE format('LOCK TABLE %I IN ACCESS EXCLUSIVE MODE', parent);
+          SELECT coalesce(array_agg(pg_get_indexdef(indexrelid) ORDER BY indexrelid), '{}') INTO index_defs
+            FROM pg_index WHERE indrelid = parent::regclass AND NOT indisprimary;
+          EXECUTE format('ALTER TABLE %I RENAME TO %I', parent, old);
+          EXECUTE format('CREATE TABLE %I (LIKE %I INCLUDING DEFAULTS INCLUDING CONSTRAINTS INCLUDING GENERATED
+            INCLUDING IDENTITY INCLUDING STORAGE INCLUDING COMMENTS) PARTITION BY RANGE (created_at)', parent, old);
+          EXECUTE format('CREATE TABLE %I PARTITION OF %I DEFAULT', parent || '_default', parent);
+          -- A partition for each month from the oldest row's to two months ahead.
+          EXECUTE format('SELECT min(created_at) FROM %I', old) INTO oldest;
+          month := date_trunc('month', coalesce(least(oldest, now()), now()) AT TIME ZONE 'UTC');
+          WHILE month <= (now() AT TIME ZONE 'UTC') + interval '2 months' LOOP
+            PERFORM intake_month_partition(parent, month AT TIME ZONE 'UTC');
+            month := month + interval '1 month';
+          END LOOP;
+          EXECUTE format('INSERT INTO %I SELECT * FROM %I', parent, old);
+          EXECUTE format('DROP TABLE %I', old);
+          EXECUTE format('ALTER TABLE %I ADD PRIMARY KEY (id, created_at)', parent);
+          FOREACH index_def IN ARRAY index_defs LOOP
+            EXECUTE index_def;
+          END LOOP;
+        END
+      $$`,
+      `SELECT intake_partition_by_month('deliveries')`,
+      `SELECT intake_partition_by_month('domain_events')`,
+      `DROP FUNCTION intake_partition_by_month(text)`,
+      `ANALYZE deliveries`,
+      `ANALYZE domain_events`
+    ]
   }
 ]
