@@ -5,8 +5,8 @@
 import { performance } from "node:perf_hooks"
 import { expect, it } from "@effect/vitest"
 import { Access, type Principal, Provisioning } from "@intake/domain"
-import { accessTestLayer, authenticate, provisionApiKey } from "@intake/testing"
-import { Effect, Fiber, Layer, Logger } from "effect"
+import { accessTestLayer, authenticate, captureLogs, provisionApiKey } from "@intake/testing"
+import { Effect, Fiber, Layer } from "effect"
 import { RedisRateLimiterLive } from "../src/rate-limiter.js"
 import { closedPort, median, startRedisProxy, testConnection, withRedis } from "../src/testing.js"
 
@@ -29,21 +29,11 @@ const principals = Effect.gen(function* () {
   return { busy, small: yield* authenticate(small.authorization) }
 })
 
-/** The Access log lines about the limiter, as "LEVEL message". */
-const captureLimiterLog = () => {
-  const lines: Array<string> = []
-  const logger = Logger.make(({ logLevel, message }) => {
-    const text = String(Array.isArray(message) ? message[0] : message)
-    if (text.startsWith("rate limiter")) lines.push(`${logLevel.label} ${text}`)
-  })
-  return { lines, layer: Logger.replace(Logger.defaultLogger, logger) }
-}
-
 withRedis("Access on the Redis limiter, failing open", () => {
   it.live(
     "Redis stopped mid-run: requests go through with their headers, at no added latency; limits come back with Redis",
     () => {
-      const log = captureLimiterLog()
+      const log = captureLogs()
       return Effect.gen(function* () {
         const proxy = yield* Effect.acquireRelease(Effect.promise(startRedisProxy), (p) =>
           Effect.promise(p.stop)
@@ -97,7 +87,7 @@ withRedis("Access on the Redis limiter, failing open", () => {
           expect(refused).toMatchObject({ allowed: false, limit: 3, remaining: 0 })
           expect(refused.retryAfterSeconds).toBeGreaterThanOrEqual(55)
 
-          expect(log.lines).toEqual([
+          expect(log.texts("rate limiter")).toEqual([
             "WARN rate limiter unavailable: failing open, asking again every 200 ms",
             "INFO rate limiter answers again: limits enforced"
           ])
@@ -146,7 +136,7 @@ withRedis("Access on the Redis limiter, failing open", () => {
   it.live(
     "a busy server is not a Redis outage: checks in flight while the event loop is blocked past the bound still count",
     () => {
-      const log = captureLimiterLog()
+      const log = captureLogs()
       return Effect.gen(function* () {
         const timeoutMs = 300
         // The connection's own command timeout as short as the limiter's bound: neither may fail a check on a late loop.
@@ -185,7 +175,7 @@ withRedis("Access on the Redis limiter, failing open", () => {
             [true, 0]
           ])
           expect((yield* Effect.promise(check)).allowed).toBe(false)
-          expect(log.lines).toEqual([])
+          expect(log.texts("rate limiter")).toEqual([])
         }).pipe(Effect.provide(accessTestLayer({ rateLimiter: limiter, settings })))
       }).pipe(Effect.provide(log.layer))
     }

@@ -1,3 +1,4 @@
+export * from "./captured-logs.js"
 export * from "./contracts/access-invalidation.js"
 export * from "./contracts/api-key-repository.js"
 export * from "./contracts/contact-repository.js"
