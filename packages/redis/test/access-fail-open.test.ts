@@ -71,7 +71,9 @@ withRedis("Access on the Redis limiter, failing open", () => {
               `(first failure ${firstFailure.ms.toFixed(3)} ms, slowest while down ${Math.max(...down.map((c) => c.ms)).toFixed(3)} ms)`
           )
           expect(failingOpen - baseline).toBeLessThan(5)
-          expect(firstFailure.ms).toBeLessThan(100)
+          // Nowhere near the limiter's 3 s bound: no slower than the slowest check Redis
+          // answered in this run, plus 100 ms (a busy machine slows both alike).
+          expect(firstFailure.ms).toBeLessThan(100 + Math.max(...up.map((c) => c.ms)))
 
           // Redis is back: the limits hold again by themselves, with the window kept across the outage.
           yield* Effect.promise(proxy.start)
@@ -115,10 +117,12 @@ withRedis("Access on the Redis limiter, failing open", () => {
           expect((yield* limitTimed(busy)).ms).toBeGreaterThanOrEqual(timeoutMs - 50)
           // Then requests arrive every 5 ms for 2 s, whether or not earlier ones have answered.
           const arrivals: Array<Fiber.RuntimeFiber<Effect.Effect.Success<ReturnType<typeof limitTimed>>>> = []
+          const arrivingFrom = performance.now()
           for (let i = 0; i < 400; i++) {
             arrivals.push(yield* Effect.fork(limitTimed(busy)))
             yield* Effect.sleep("5 millis")
           }
+          const arrivingMs = performance.now() - arrivingFrom
           const checks = yield* Fiber.joinAll(arrivals)
           expect(checks.every((c) => c.decision.allowed && c.decision.limit === 500)).toBe(true)
           const waited = checks.filter((c) => c.ms >= timeoutMs / 2)
@@ -127,7 +131,9 @@ withRedis("Access on the Redis limiter, failing open", () => {
               `median ${median(checks.map((c) => c.ms)).toFixed(3)} ms`
           )
           // One probe per cool-down and timeout (600 ms): a handful, not all that arrive meanwhile.
-          expect(waited.length).toBeLessThanOrEqual(6)
+          // Six over the 2 s the arrivals take on an idle machine; counted over the time they
+          // took here, as a busy machine stretches them.
+          expect(waited.length).toBeLessThanOrEqual(Math.ceil(arrivingMs / (timeoutMs + 200)) + 2)
           expect(waited.length).toBeGreaterThanOrEqual(1)
         }).pipe(Effect.provide(accessTestLayer({ rateLimiter: limiter, settings })))
       }).pipe(Effect.scoped)
