@@ -3,6 +3,10 @@
 // included): its rule tests run on the memory adapters, in packages/memory/test/domain.
 // packages/testing has none either: it holds the contract suites and fixtures the others'
 // tests import.
+// Most projects run their files in one process sharing one module graph (`sharedModules`,
+// docs/testing.md); embedding keeps a process of its own.
+import { sharedModules } from "./packages/testing/src/vitest-shared-modules.js"
+
 export default [
   "packages/memory",
   "packages/node",
@@ -36,7 +40,8 @@ export default [
       env: { INTAKE_SERVER_TEST_STORE: "postgres" },
       globalSetup: ["test/global-setup.ts"],
       testTimeout: 60_000,
-      hookTimeout: 60_000
+      hookTimeout: 60_000,
+      ...sharedModules
     }
   },
   {
@@ -49,7 +54,8 @@ export default [
       env: { INTAKE_SERVER_TEST_STORE: "pglite" },
       globalSetup: ["test/global-setup.ts"],
       testTimeout: 60_000,
-      hookTimeout: 60_000
+      hookTimeout: 60_000,
+      ...sharedModules
     }
   }
 ]
