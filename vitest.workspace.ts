@@ -3,8 +3,7 @@
 // included): its rule tests run on the memory adapters, in packages/memory/test/domain.
 // packages/testing has none either: it holds the contract suites and fixtures the others'
 // tests import.
-// Most projects run their files in one process sharing one module graph (`sharedModules`,
-// docs/testing.md); embedding keeps a process of its own.
+// A project's files share their worker's modules (`sharedModules`, docs/testing.md).
 import { sharedModules } from "./packages/testing/src/vitest-shared-modules.js"
 
 export default [
