@@ -11,9 +11,9 @@
  * other than their own.
  */
 
-/** Test files and what only they use: test folders, packages/testing, adapters' src/testing.ts (and redis's testing-cluster.ts), the benchmarks. */
+/** Test files and what only they use: test folders, the projects' vitest.config.ts, packages/testing, adapters' src/testing.ts (and redis's testing-cluster.ts), the benchmarks. */
 const TEST_ONLY =
-  "(^(packages|apps)/[^/]+/test/)|(^packages/testing/)|(^packages/[^/]+/src/testing(-cluster|-pgbouncer)?\\.ts$)|(^bench/)"
+  "(^(packages|apps)/[^/]+/test/)|(^(packages|apps)/[^/]+/vitest\\.config\\.ts$)|(^packages/testing/)|(^packages/[^/]+/src/testing(-cluster|-pgbouncer)?\\.ts$)|(^bench/)"
 const ADAPTERS = "^packages/(memory|postgres|redis|node)/"
 /** An npm package: its resolved path ends in node_modules/<name>/ (in pnpm's store or a plain folder). */
 const npm = (names) => `(^|/)node_modules/(${names})/`

@@ -3,6 +3,9 @@
 // included): its rule tests run on the memory adapters, in packages/memory/test/domain.
 // packages/testing has none either: it holds the contract suites and fixtures the others'
 // tests import.
+// A project's files share their worker's modules (`sharedModules`, docs/testing.md).
+import { sharedModules } from "./packages/testing/src/vitest-shared-modules.js"
+
 export default [
   "packages/memory",
   "packages/node",
@@ -36,7 +39,8 @@ export default [
       env: { INTAKE_SERVER_TEST_STORE: "postgres" },
       globalSetup: ["test/global-setup.ts"],
       testTimeout: 60_000,
-      hookTimeout: 60_000
+      hookTimeout: 60_000,
+      ...sharedModules
     }
   },
   {
@@ -49,7 +53,8 @@ export default [
       env: { INTAKE_SERVER_TEST_STORE: "pglite" },
       globalSetup: ["test/global-setup.ts"],
       testTimeout: 60_000,
-      hookTimeout: 60_000
+      hookTimeout: 60_000,
+      ...sharedModules
     }
   }
 ]

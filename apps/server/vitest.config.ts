@@ -1,4 +1,5 @@
 import { defineProject } from "vitest/config"
+import { sharedModules } from "../../packages/testing/src/vitest-shared-modules.js"
 
 export default defineProject({
   test: {
@@ -6,6 +7,7 @@ export default defineProject({
     include: ["test/**/*.test.ts"],
     testTimeout: 30_000,
     // The process tests run the server built as `pnpm start` builds it.
-    globalSetup: ["test/global-setup.ts"]
+    globalSetup: ["test/global-setup.ts"],
+    ...sharedModules
   }
 })

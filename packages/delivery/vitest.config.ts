@@ -1,5 +1,6 @@
 import { defineProject } from "vitest/config"
+import { sharedModules } from "../testing/src/vitest-shared-modules.js"
 
 export default defineProject({
-  test: { name: "delivery", include: ["test/**/*.test.ts"], testTimeout: 30_000 }
+  test: { name: "delivery", include: ["test/**/*.test.ts"], testTimeout: 30_000, ...sharedModules }
 })

@@ -1,4 +1,4 @@
-import { expect, layer } from "@effect/vitest"
+import { afterAll, expect, layer } from "@effect/vitest"
 import { ApiKeyFormat, Crypto } from "@intake/domain/internal"
 import { NodeCryptoLive } from "@intake/node"
 import { Effect } from "effect"
@@ -8,6 +8,11 @@ import { admin, dataOf, expectError, expectHeaders, provision, realServer, shift
 const unknownKey = Effect.map(Effect.provide(Crypto, NodeCryptoLive), (crypto) =>
   ApiKeyFormat.generateApiKey(crypto.randomBytes)
 )
+
+// The server clock this file moves is shared with the files after it in the worker (docs/testing.md).
+afterAll(() => {
+  shift.millis = 0
+})
 
 layer(realServer(), { excludeTestServices: true })("authentication and workspace checks", (it) => {
   it.effect("answers 401 authentication_required for every key defect, with every header", () =>

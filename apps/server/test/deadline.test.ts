@@ -5,8 +5,8 @@
  */
 import { expect, layer } from "@effect/vitest"
 import { Access, IntakeBots } from "@intake/domain"
-import { jsonLineLogger } from "@intake/node"
-import { Duration, Effect, Layer, Logger } from "effect"
+import { captureLogs } from "@intake/testing"
+import { Duration, Effect, Layer } from "effect"
 import { embeddedRuntime } from "../src/runtime.js"
 import { type Answer, BaseUrl, call, testServer } from "./harness.js"
 import { StubServices } from "./stubs.js"
@@ -14,15 +14,7 @@ import { dataOf, expectHeaders, provision } from "./support.js"
 
 const TIMEOUT = Duration.millis(300)
 
-const lines: Array<string> = []
-const capturedLogs = Logger.replace(
-  Logger.defaultLogger,
-  Logger.map(jsonLineLogger, (line) => {
-    lines.push(line)
-  })
-)
-// biome-ignore lint/suspicious/noExplicitAny: log lines are checked by assertions
-const parsed = (): Array<any> => lines.map((line) => JSON.parse(line))
+const logs = captureLogs()
 
 /** How many of the never-ending lists were interrupted. */
 const interrupted = { lists: 0 }
@@ -46,7 +38,7 @@ const slowList = Layer.effect(
 const slowServer = testServer(
   Layer.provideMerge(slowList, embeddedRuntime({ webhookAllowPrivateNetworks: false, dispatcher: false })),
   { requestTimeout: TIMEOUT }
-).pipe(Layer.provide(capturedLogs))
+).pipe(Layer.provide(logs.layer))
 
 /** The sanitized 500 of every fault, after the deadline and not long after it. */
 const expectDeadline500 = (answer: Answer, elapsedMs: number) => {
@@ -78,7 +70,7 @@ layer(slowServer, { excludeTestServices: true })("a handler slower than the dead
         expectHeaders(answer)
 
         const requestId = answer.headers.get("x-request-id")
-        const logged = parsed().filter((line) => line.requestId === requestId)
+        const logged = logs.parsed().filter((line) => line.requestId === requestId)
         expect(logged).toEqual([
           expect.objectContaining({
             level: "error",
@@ -89,7 +81,7 @@ layer(slowServer, { excludeTestServices: true })("a handler slower than the dead
           }),
           expect.objectContaining({ level: "info", message: "request", status: 500, keyId: tenant.keyId })
         ])
-        expect(lines.join("\n")).not.toContain(tenant.key)
+        expect(logs.printed()).not.toContain(tenant.key)
 
         // The answer does not wait for the work to stop; the work stops all the same.
         yield* Effect.sleep(Duration.millis(20)).pipe(
@@ -118,7 +110,7 @@ const slowAuthentication = Layer.effect(
 
 layer(
   testServer(Layer.provideMerge(slowAuthentication, StubServices), { requestTimeout: TIMEOUT }).pipe(
-    Layer.provide(capturedLogs)
+    Layer.provide(logs.layer)
   ),
   { excludeTestServices: true }
 )("an authentication slower than the deadline", (it) => {
@@ -129,7 +121,7 @@ layer(
       expectDeadline500(answer, elapsedMs)
       expect(answer.headers.get("x-request-id")).toMatch(/^req_/)
       expect(answer.headers.get("x-ratelimit-limit")).toBe("100")
-      expect(parsed().filter((line) => line.requestId === answer.headers.get("x-request-id"))).toEqual([
+      expect(logs.parsed().filter((line) => line.requestId === answer.headers.get("x-request-id"))).toEqual([
         expect.objectContaining({ message: "request exceeded its deadline", route: null }),
         expect.objectContaining({ message: "request", status: 500 })
       ])

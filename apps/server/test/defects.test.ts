@@ -1,6 +1,6 @@
 import { expect, layer } from "@effect/vitest"
-import { jsonLineLogger } from "@intake/node"
-import { Effect, Layer, Logger } from "effect"
+import { captureLogs } from "@intake/testing"
+import { Effect, Layer } from "effect"
 import { BaseUrl, call, testServer } from "./harness.js"
 import { STUB_KEY, StubServices } from "./stubs.js"
 
@@ -35,15 +35,9 @@ layer(testServer(StubServices), { excludeTestServices: true })("a defect inside 
   )
 })
 
-const lines: Array<Record<string, unknown>> = []
-const capturedLogs = Logger.replace(
-  Logger.defaultLogger,
-  Logger.map(jsonLineLogger, (line) => {
-    lines.push(JSON.parse(line))
-  })
-)
+const logs = captureLogs()
 
-layer(testServer(StubServices).pipe(Layer.provide(capturedLogs)), { excludeTestServices: true })(
+layer(testServer(StubServices).pipe(Layer.provide(logs.layer)), { excludeTestServices: true })(
   "the logs of a failed request",
   (it) => {
     it.effect("every line the request writes carries its request id, the cause's line too", () =>
@@ -52,7 +46,7 @@ layer(testServer(StubServices).pipe(Layer.provide(capturedLogs)), { excludeTestS
         const answer = yield* call(baseUrl, "GET", "/v1/intake-bots/bot_any", { key: STUB_KEY })
         expect(answer.status).toBe(500)
         const requestId = answer.headers.get("x-request-id")
-        const mine = lines.filter((line) => line.requestId === requestId)
+        const mine = logs.parsed().filter((line) => line.requestId === requestId)
         expect(mine.map((line) => line.message)).toEqual(["request failed", "request"])
         expect(mine[0]).toMatchObject({ level: "error", cause: expect.any(String) })
       })

@@ -3,24 +3,15 @@
  * ids and outcomes, and never an API key, a webhook secret, a header or a body.
  */
 import { expect, layer } from "@effect/vitest"
-import { jsonLineLogger } from "@intake/node"
-import { Effect, Layer, Logger } from "effect"
+import { captureLogs } from "@intake/testing"
+import { Effect, Layer } from "effect"
 import { BaseUrl, call } from "./harness.js"
 import { eventually, localReceiver } from "./receiver.js"
 import { dataOf, provision, realServer } from "./support.js"
 
-const lines: Array<string> = []
-const capturedLogs = Logger.replace(
-  Logger.defaultLogger,
-  Logger.map(jsonLineLogger, (line) => {
-    lines.push(line)
-  })
-)
+const captured = captureLogs()
 
-// biome-ignore lint/suspicious/noExplicitAny: log lines are checked by assertions
-const parsed = (): Array<any> => lines.map((line) => JSON.parse(line))
-
-layer(realServer({ allowPrivateNetworks: true }).pipe(Layer.provide(capturedLogs)), {
+layer(realServer({ allowPrivateNetworks: true }).pipe(Layer.provide(captured.layer)), {
   excludeTestServices: true
 })("logs", (it) => {
   it.scoped(
@@ -45,7 +36,7 @@ layer(realServer({ allowPrivateNetworks: true }).pipe(Layer.provide(capturedLogs
         })
         const unknown = yield* call(baseUrl, "GET", "/v1/no-such-thing", { key: tenant.key })
 
-        const logs = parsed()
+        const logs = captured.parsed()
         const requestLine = (answer: { headers: Headers }) => {
           const id = answer.headers.get("x-request-id")
           const found = logs.filter((line) => line.message === "request" && line.requestId === id)
@@ -92,7 +83,7 @@ layer(realServer({ allowPrivateNetworks: true }).pipe(Layer.provide(capturedLogs
           })
         ])
 
-        const everything = lines.join("\n")
+        const everything = captured.printed()
         expect(everything).toContain(webhook.id)
         for (const secret of [
           tenant.key,
@@ -132,13 +123,15 @@ layer(realServer({ allowPrivateNetworks: true }).pipe(Layer.provide(capturedLogs
         expect(created.headers.get("x-request-id")).toBe(requestId)
         yield* eventually(
           () =>
-            parsed().filter((line) => line.message === "delivery attempt" && line.requestId === requestId)
+            captured
+              .parsed()
+              .filter((line) => line.message === "delivery attempt" && line.requestId === requestId)
               .length === 2
         )
 
-        const requestLines = parsed().filter(
-          (line) => line.message === "request" && line.requestId === requestId
-        )
+        const requestLines = captured
+          .parsed()
+          .filter((line) => line.message === "request" && line.requestId === requestId)
         expect(requestLines).toEqual([
           expect.objectContaining({
             status: 201,
@@ -146,9 +139,9 @@ layer(realServer({ allowPrivateNetworks: true }).pipe(Layer.provide(capturedLogs
             eventIds: [expect.stringMatching(/^evt_/)]
           })
         ])
-        const attempts = parsed().filter(
-          (line) => line.message === "delivery attempt" && line.requestId === requestId
-        )
+        const attempts = captured
+          .parsed()
+          .filter((line) => line.message === "delivery attempt" && line.requestId === requestId)
         expect(attempts.map((line) => line.eventType).sort()).toEqual([
           "contact.created",
           "submission.completed"
@@ -157,7 +150,7 @@ layer(realServer({ allowPrivateNetworks: true }).pipe(Layer.provide(capturedLogs
           expect(line).toMatchObject({ submissionId: submission.id, status: "succeeded" })
         // Each line names its event: the completed one is the event the request's line named.
         const byType = Object.fromEntries(attempts.map((line) => [line.eventType, line.eventId]))
-        expect(byType["submission.completed"]).toBe(requestLines[0].eventIds[0])
+        expect(byType["submission.completed"]).toBe(requestLines[0]?.eventIds[0])
         expect(new Set(receiver.received.map((r) => r.payload.id))).toEqual(new Set(Object.values(byType)))
       })
   )
@@ -171,7 +164,7 @@ layer(realServer({ allowPrivateNetworks: true }).pipe(Layer.provide(capturedLogs
           const answer = yield* call(baseUrl, "GET", "/healthz", { headers: { "x-request-id": unsafe } })
           expect(answer.status).toBe(200)
           expect(answer.headers.get("x-request-id")).toMatch(/^req_[0-9a-f]{32}$/)
-          expect(lines.join("\n")).not.toContain(unsafe)
+          expect(captured.printed()).not.toContain(unsafe)
         }
         const safe = yield* call(baseUrl, "GET", "/healthz", { headers: { "x-request-id": "a".repeat(128) } })
         expect(safe.headers.get("x-request-id")).toBe("a".repeat(128))

@@ -6,9 +6,9 @@
  * server logs the database going away and coming back, once each, before anyone asks /readyz.
  */
 import { describe, expect, layer } from "@effect/vitest"
-import { jsonLineLogger } from "@intake/node"
 import { freshDatabaseUrl, probeTestServer, testServerUrl } from "@intake/postgres/testing"
-import { Context, Duration, Effect, Layer, Logger, Redacted } from "effect"
+import { captureLogs } from "@intake/testing"
+import { Context, Duration, Effect, Layer, Redacted } from "effect"
 import { postgresRuntime } from "../src/runtime.js"
 import { type Answer, BaseUrl, call, testServer } from "./harness.js"
 import { admin, dataOf, expectError, expectHeaders, provision } from "./support.js"
@@ -26,18 +26,10 @@ const postgresAvailable: boolean = await (async () => {
 
 class DatabaseProxy extends Context.Tag("test/DatabaseProxy")<DatabaseProxy, TcpProxy>() {}
 
-/** The server's log lines (the JSON lines `pnpm start` prints), kept instead of printed. */
-const lines: Array<string> = []
+/** The server's log lines, kept instead of printed. */
 // Each failed request is logged with its cause (as it should be); hundreds of them on the console say nothing.
-const capturedLogs = Logger.replace(
-  Logger.defaultLogger,
-  Logger.map(jsonLineLogger, (line) => {
-    lines.push(line)
-  })
-)
-// biome-ignore lint/suspicious/noExplicitAny: log lines are checked by assertions
-const databaseLines = (): Array<any> =>
-  lines.map((line) => JSON.parse(line)).filter((line) => line.database !== undefined)
+const logs = captureLogs()
+const databaseLines = () => logs.parsed().filter((line) => line.database !== undefined)
 
 /** A password in DATABASE_URL (ignored by the test server's trust auth) that no log line may show. */
 const PASSWORD = "outage-test-password"
@@ -69,7 +61,7 @@ const serverBehindProxy = (
       const server = testServer(runtime, {
         admin: true,
         ...(timeouts.request === undefined ? {} : { requestTimeout: timeouts.request })
-      }).pipe(Layer.provide(capturedLogs))
+      }).pipe(Layer.provide(logs.layer))
       return Layer.merge(server, Layer.succeed(DatabaseProxy, proxy))
     })
   )
@@ -160,7 +152,7 @@ const expectOutageLogged = (logged: ReadonlyArray<unknown>) => {
     }),
     expect.objectContaining({ level: "info", message: "database answers again", database: "up" })
   ])
-  expect(lines.join("\n")).not.toContain(PASSWORD)
+  expect(logs.printed()).not.toContain(PASSWORD)
 }
 
 const describeOutage = postgresAvailable ? describe : (describe.skip as typeof describe)
@@ -334,9 +326,7 @@ describeOutage("the database goes away and comes back", () => {
             expect(Duration.toMillis(elapsed)).toBeLessThan(Duration.toMillis(DEADLINE_BOUND))
           }
           // The deadline is what answered: logged once per request, with its id and route.
-          const exceeded = lines
-            .map((line) => JSON.parse(line))
-            .filter((line) => line.message === "request exceeded its deadline")
+          const exceeded = logs.parsed().filter((line) => line.message === "request exceeded its deadline")
           for (const [, answer] of timedAnswers) {
             expect(exceeded.filter((line) => line.requestId === answer.headers.get("x-request-id"))).toEqual([
               expect.objectContaining({ level: "error", route: expect.stringMatching(/^\/v1\//) })

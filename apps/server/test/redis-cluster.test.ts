@@ -14,15 +14,14 @@ import {
   startRedisCluster,
   withRedisCluster
 } from "@intake/redis/testing-cluster"
+import { captureLogs } from "@intake/testing"
 import { Context, Effect, Layer, Option, Redacted } from "effect"
 import { embeddedRuntime } from "../src/runtime.js"
 import { ADMIN_TOKEN, BaseUrl, call, testServer } from "./harness.js"
 import { startServer, timedGet } from "./process.js"
-import { capturingLogs, dataOf, logLinesMatching, provision } from "./support.js"
+import { dataOf, provision } from "./support.js"
 
 class Cluster extends Context.Tag("test/RedisCluster")<Cluster, RedisCluster>() {}
-
-const lines: Array<string> = []
 
 withRedisCluster("the server on a Redis Cluster", () => {
   layer(Layer.scoped(Cluster, startRedisCluster), { timeout: 60_000, excludeTestServices: true })(
@@ -106,14 +105,14 @@ withRedisCluster("the server on a Redis Cluster", () => {
             const cluster = yield* Cluster
             // A replica redirects every key to its master: MOVED for whatever slot a key falls in.
             const { replica } = yield* cluster.shardOf("any key")
-            lines.length = 0
+            const logs = captureLogs()
             const server = testServer(
               embeddedRuntime({
                 webhookAllowPrivateNetworks: false,
                 redisUrl: Option.some(Redacted.make(`redis://127.0.0.1:${replica}`)),
                 redisKeyPrefix: uniquePrefix()
               })
-            ).pipe(Layer.provide(capturingLogs(lines)))
+            ).pipe(Layer.provide(logs.layer))
             const baseUrl = yield* Effect.provide(BaseUrl, yield* Layer.build(server))
             const tenant = yield* provision(baseUrl)
             for (let i = 0; i < 5; i++)
@@ -127,7 +126,7 @@ withRedisCluster("the server on a Redis Cluster", () => {
               rate_limiter: "failing_open"
             })
             expect(dataOf(ready).redis_fault.count).toBeGreaterThanOrEqual(1)
-            const faults = logLinesMatching(lines, /Redis configuration fault/)
+            const faults = logs.matching(/Redis configuration fault/)
             expect(faults).toHaveLength(1)
             expect(faults[0]).toMatchObject({ level: "error" })
             expect(faults[0]?.message).toContain("MOVED")

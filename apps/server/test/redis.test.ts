@@ -13,11 +13,12 @@ import {
   uniquePrefix,
   withRedis
 } from "@intake/redis/testing"
+import { captureLogs } from "@intake/testing"
 import { Effect, Layer, Option, Redacted } from "effect"
 import { embeddedRuntime } from "../src/runtime.js"
 import { BaseUrl, call, testServer } from "./harness.js"
 import { startServer, timedGet } from "./process.js"
-import { capturingLogs, dataOf, logLinesMatching, provision } from "./support.js"
+import { dataOf, provision } from "./support.js"
 
 const serverOnRedis = (url: string, keyPrefix = uniquePrefix()) =>
   testServer(
@@ -42,9 +43,9 @@ withRedis("server with REDIS_URL", () => {
     "a rate-limit key holding a string (WRONGTYPE) is a configuration fault: requests are served, /readyz names it, the log has one error",
     () =>
       Effect.gen(function* () {
-        const lines: Array<string> = []
+        const logs = captureLogs()
         const prefix = yield* scopedPrefix
-        const server = serverOnRedis(redisUrl, prefix).pipe(Layer.provide(capturingLogs(lines)))
+        const server = serverOnRedis(redisUrl, prefix).pipe(Layer.provide(logs.layer))
         const baseUrl = yield* Effect.provide(BaseUrl, yield* Layer.build(server))
         const tenant = yield* provision(baseUrl)
         const client = yield* scopedClient
@@ -60,7 +61,7 @@ withRedis("server with REDIS_URL", () => {
           redis_fault: { code: "WRONGTYPE", count: 1, reason: expect.stringContaining("REDIS_KEY_PREFIX") },
           rate_limiter: "failing_open"
         })
-        const faults = logLinesMatching(lines, /Redis configuration fault/)
+        const faults = logs.matching(/Redis configuration fault/)
         expect(faults).toHaveLength(1)
         expect(faults[0]).toMatchObject({ level: "error" })
         expect(faults[0]?.message).toContain("WRONGTYPE")
@@ -74,11 +75,11 @@ withRedis("server with REDIS_URL", () => {
     "a refused password (WRONGPASS) is a configuration fault, not an outage: /readyz names it, the log has one error",
     () =>
       Effect.gen(function* () {
-        const lines: Array<string> = []
+        const logs = captureLogs()
         const wrong = new URL(redisUrl)
         wrong.username = "intake-test-nobody"
         wrong.password = "not-the-password"
-        const server = serverOnRedis(wrong.href).pipe(Layer.provide(capturingLogs(lines)))
+        const server = serverOnRedis(wrong.href).pipe(Layer.provide(logs.layer))
         const baseUrl = yield* Effect.provide(BaseUrl, yield* Layer.build(server))
         const tenant = yield* provision(baseUrl)
         expect((yield* call(baseUrl, "GET", "/v1/intake-bots", { key: tenant.key })).status).toBe(200)
@@ -89,11 +90,11 @@ withRedis("server with REDIS_URL", () => {
           redis_fault: { code: "WRONGPASS", reason: expect.stringContaining("REDIS_URL") },
           rate_limiter: "failing_open"
         })
-        const faults = logLinesMatching(lines, /Redis configuration fault/)
+        const faults = logs.matching(/Redis configuration fault/)
         expect(faults).toHaveLength(1)
         expect(faults[0]).toMatchObject({ level: "error" })
         // The password is in neither the log nor the answer.
-        expect(lines.join("\n")).not.toContain("not-the-password")
+        expect(logs.printed()).not.toContain("not-the-password")
         expect(JSON.stringify(dataOf(ready))).not.toContain("not-the-password")
       })
   )

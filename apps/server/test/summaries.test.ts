@@ -5,9 +5,8 @@
  */
 import { expect, it } from "@effect/vitest"
 import type { SummarizerConfig } from "@intake/delivery"
-import { jsonLineLogger } from "@intake/node"
-import { type ModelBehaviour, modelServer, temporaryDirectory } from "@intake/testing"
-import { Context, Effect, Layer, Logger, Option, Redacted } from "effect"
+import { captureLogs, type ModelBehaviour, modelServer, temporaryDirectory } from "@intake/testing"
+import { Context, Effect, Layer, Option, Redacted } from "effect"
 import { pgliteRuntime, type RuntimeOptions } from "../src/runtime.js"
 import { BaseUrl, call, testServer } from "./harness.js"
 import { eventually, localReceiver } from "./receiver.js"
@@ -16,13 +15,7 @@ import { admin, dataOf, provision, runtimeFor } from "./support.js"
 const API_KEY = "sk-proj-intake-test-0123456789-do-not-log"
 const BUILT_IN = "Name: Ada Lovelace; Email: ada@example.com; Topic: sales"
 
-const lines: Array<string> = []
-const capturedLogs = Logger.replace(
-  Logger.defaultLogger,
-  Logger.map(jsonLineLogger, (line) => {
-    lines.push(line)
-  })
-)
+const logs = captureLogs()
 
 const summarizer = (url: string, overrides: Partial<SummarizerConfig> = {}): SummarizerConfig => ({
   kind: "openai",
@@ -38,7 +31,7 @@ const summarizer = (url: string, overrides: Partial<SummarizerConfig> = {}): Sum
 /** The real server on `runtime`, with the logs captured; its base URL. */
 const startServer = <E>(runtime: Layer.Layer<never, E, never> | ReturnType<typeof runtimeFor>) =>
   Effect.map(
-    Layer.build(testServer(runtime as ReturnType<typeof runtimeFor>).pipe(Layer.provide(capturedLogs))),
+    Layer.build(testServer(runtime as ReturnType<typeof runtimeFor>).pipe(Layer.provide(logs.layer))),
     (context) => Context.get(context, BaseUrl)
   )
 
@@ -118,7 +111,7 @@ it.live(
       const [request] = model.requests
       expect(request).toMatchObject({ method: "POST", path: "/v1/responses" })
       expect(request!.headers.authorization).toBe(`Bearer ${API_KEY}`)
-      expect(lines.join("\n")).not.toContain(API_KEY)
+      expect(logs.printed()).not.toContain(API_KEY)
     }).pipe(Effect.scoped),
   30_000
 )
@@ -154,7 +147,7 @@ it.live.each(failures)(
       expect(model.requests).toHaveLength(1)
       expect(receiver.received[0]!.payload.data.submission.ai_summary).toBe(BUILT_IN)
       expect(yield* storedSummary(baseUrl, tenant.key, tenant.botId, created.id)).toBe(BUILT_IN)
-      expect(lines.join("\n")).not.toContain(API_KEY)
+      expect(logs.printed()).not.toContain(API_KEY)
     }).pipe(Effect.scoped),
   30_000
 )
@@ -185,7 +178,7 @@ it.live(
       const receiver = yield* localReceiver()
       const baseUrl = yield* serverOn(model.url)
       const tenant = yield* tenantWithWebhook(baseUrl, receiver.url)
-      const from = lines.length
+      const from = logs.lines.length
       for (let i = 0; i < 3; i++) yield* submitConversation(baseUrl, tenant.botId)
       yield* eventually(() => receiver.received.length === 3, 8_000)
       // Readiness is the store's, not the model's.
@@ -197,14 +190,13 @@ it.live(
       expect(receiver.received[3]!.payload.data.submission.ai_summary).toBe(
         "Ada Lovelace asks for 40 engines."
       )
-      // biome-ignore lint/suspicious/noExplicitAny: log lines are checked by assertions
-      const logged: Array<any> = lines.slice(from).map((line) => JSON.parse(line))
+      const logged = logs.parsed(from)
       const modelLines = logged.filter((line) => /model summarizer/.test(line.message ?? ""))
       expect(modelLines).toEqual([
         expect.objectContaining({ level: "warn", reason: "server_error", status: 503 }),
         expect.objectContaining({ level: "info", message: expect.stringMatching(/answering again/) })
       ])
-      expect(lines.join("\n")).not.toContain(API_KEY)
+      expect(logs.printed()).not.toContain(API_KEY)
     }).pipe(Effect.scoped),
   30_000
 )

@@ -3,10 +3,9 @@
 import { expect } from "@effect/vitest"
 import { DeliveryIsolation } from "@intake/domain"
 import type { MemoryDatabase } from "@intake/memory/internal"
-import { jsonLineLogger } from "@intake/node"
 import { layerPglite } from "@intake/postgres"
 import { PostgresTestDatabase } from "@intake/postgres/testing"
-import { Clock, Effect, Layer, Logger } from "effect"
+import { Clock, Effect, Layer } from "effect"
 import type { CorsOrigins } from "../src/cors.js"
 import { embeddedRuntime, type RuntimeOptions, sqlRuntime } from "../src/runtime.js"
 import type { Answer } from "./harness.js"
@@ -201,23 +200,3 @@ export const sendBytes = (
     } catch {}
     return { status: response.status, headers: response.headers, body, size: Buffer.byteLength(text) }
   })
-
-/** The server's log lines (the JSON lines `pnpm start` prints), pushed onto `lines` instead of printed. */
-export const capturingLogs = (lines: Array<string>) =>
-  Logger.replace(
-    Logger.defaultLogger,
-    Logger.map(jsonLineLogger, (line) => {
-      lines.push(line)
-    })
-  )
-
-/** A captured log line, as the assertions read it. */
-export interface LogLine {
-  readonly level: string
-  readonly message: string
-  readonly cause?: string
-}
-
-/** The captured lines whose message matches `pattern`. */
-export const logLinesMatching = (lines: ReadonlyArray<string>, pattern: RegExp) =>
-  lines.map((line) => JSON.parse(line) as LogLine).filter((line) => pattern.test(String(line.message)))

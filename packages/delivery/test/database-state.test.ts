@@ -5,22 +5,9 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { StorageUnavailable } from "@intake/domain"
-import { jsonLineLogger } from "@intake/node"
-import { Effect, Fiber, Logger, TestClock } from "effect"
+import { captureLogs } from "@intake/testing"
+import { Effect, Fiber, TestClock } from "effect"
 import { DatabaseState, describeFailure, makeDatabaseState, watchDatabase } from "../src/database-state.js"
-
-/** The JSON lines the processes would print, parsed. */
-const capturedLogs = () => {
-  const lines: Array<string> = []
-  const layer = Logger.replace(
-    Logger.defaultLogger,
-    Logger.map(jsonLineLogger, (line) => {
-      lines.push(line)
-    })
-  )
-  // biome-ignore lint/suspicious/noExplicitAny: log lines are checked by assertions
-  return { layer, lines: (): Array<any> => lines.map((line) => JSON.parse(line)) }
-}
 
 const PASSWORD = "s3cret-pa55word"
 
@@ -56,7 +43,7 @@ const up = { level: "info", message: "database answers again", database: "up" }
 describe("DatabaseState", () => {
   it.scoped("the watcher logs the database going away once and its return once, without anyone asking", () =>
     Effect.gen(function* () {
-      const logs = capturedLogs()
+      const logs = captureLogs()
       const { database, ping } = fakeDatabase()
       yield* Effect.gen(function* () {
         yield* TestClock.adjust("5 seconds")
@@ -65,14 +52,14 @@ describe("DatabaseState", () => {
         // Three pings while it is away, one line.
         yield* TestClock.adjust("15 seconds")
         expect(database.pings).toBe(4)
-        expect(logs.lines()).toEqual([expect.objectContaining(down)])
+        expect(logs.parsed()).toEqual([expect.objectContaining(down)])
         database.up = true
         yield* TestClock.adjust("10 seconds")
         expect(database.pings).toBe(6)
       }).pipe(Effect.provide(watchDatabase(ping)), Effect.provide(logs.layer))
 
-      expect(logs.lines()).toEqual([expect.objectContaining(down), expect.objectContaining(up)])
-      expect(JSON.stringify(logs.lines())).not.toContain(PASSWORD)
+      expect(logs.parsed()).toEqual([expect.objectContaining(down), expect.objectContaining(up)])
+      expect(JSON.stringify(logs.parsed())).not.toContain(PASSWORD)
       // The layer closed: the watcher pings no more.
       yield* TestClock.adjust("1 minute")
       expect(database.pings).toBe(6)
@@ -95,13 +82,13 @@ describe("DatabaseState", () => {
 
   it.scoped("a check (as /readyz makes) and the watcher share one state: each change is logged once", () =>
     Effect.gen(function* () {
-      const logs = capturedLogs()
+      const logs = captureLogs()
       const { database, ping } = fakeDatabase()
       yield* Effect.gen(function* () {
         const state = yield* DatabaseState
         database.up = false
         expect(yield* state.check).toBe(false)
-        expect(logs.lines()).toEqual([expect.objectContaining(down)])
+        expect(logs.parsed()).toEqual([expect.objectContaining(down)])
         // The watcher sees the same outage: nothing more.
         yield* TestClock.adjust("5 seconds")
         expect(yield* state.check).toBe(false)
@@ -112,13 +99,13 @@ describe("DatabaseState", () => {
         expect(database.pings).toBe(5)
       }).pipe(Effect.provide(watchDatabase(ping)), Effect.provide(logs.layer))
 
-      expect(logs.lines()).toEqual([expect.objectContaining(down), expect.objectContaining(up)])
+      expect(logs.parsed()).toEqual([expect.objectContaining(down), expect.objectContaining(up)])
     })
   )
 
   it.scoped("a slow failure that lands after a newer success does not undo it", () =>
     Effect.gen(function* () {
-      const logs = capturedLogs()
+      const logs = captureLogs()
       const { database, ping } = fakeDatabase()
       yield* Effect.gen(function* () {
         const state = yield* makeDatabaseState(ping)
@@ -134,19 +121,19 @@ describe("DatabaseState", () => {
         expect(yield* state.check).toBe(true)
         yield* TestClock.adjust("1 second")
         expect(yield* Fiber.join(slow)).toBe(false)
-        expect(logs.lines()).toEqual([expect.objectContaining(down), expect.objectContaining(up)])
+        expect(logs.parsed()).toEqual([expect.objectContaining(down), expect.objectContaining(up)])
         // And the state is still "up": the next failure is a change again.
         database.up = false
         expect(yield* state.check).toBe(false)
       }).pipe(Effect.provide(logs.layer))
 
-      expect(logs.lines().map((line) => line.database)).toEqual(["down", "up", "down"])
+      expect(logs.parsed().map((line) => line.database)).toEqual(["down", "up", "down"])
     })
   )
 
   it.scoped("stopping in the middle of a ping is not an outage", () =>
     Effect.gen(function* () {
-      const logs = capturedLogs()
+      const logs = captureLogs()
       const { database, ping } = fakeDatabase()
       database.delayMs = 2_000
       yield* Effect.gen(function* () {
@@ -154,7 +141,7 @@ describe("DatabaseState", () => {
         expect(database.pings).toBe(1)
       }).pipe(Effect.provide(watchDatabase(ping)), Effect.provide(logs.layer))
       yield* TestClock.adjust("1 minute")
-      expect(logs.lines()).toEqual([])
+      expect(logs.parsed()).toEqual([])
       expect(database.pings).toBe(1)
     })
   )

@@ -12,8 +12,8 @@ import {
   Webhooks,
   WorkspaceRepository
 } from "@intake/domain"
-import { aWorkspace, deliveryRulesLayer, newIntakeBot, requiredOnlyData } from "@intake/testing"
-import { Effect, Fiber, Layer, Logger, TestClock } from "effect"
+import { aWorkspace, captureLogs, deliveryRulesLayer, newIntakeBot, requiredOnlyData } from "@intake/testing"
+import { Effect, Fiber, Layer, TestClock } from "effect"
 import { runDispatcher } from "../src/dispatcher.js"
 
 /** A receiver that takes `delayMs` (TestClock time) to answer 200, counting requests in flight. */
@@ -197,20 +197,9 @@ describe("the dispatcher during a database blip", () => {
 })
 
 describe("the dispatcher's logs", () => {
-  const captured = () => {
-    const lines: Array<{ level: string; message: unknown }> = []
-    const logger = Logger.replace(
-      Logger.defaultLogger,
-      Logger.make(({ logLevel, message }) => {
-        lines.push({ level: logLevel.label, message: Array.isArray(message) ? message[0] : message })
-      })
-    )
-    return { lines, logger }
-  }
-
   it.effect("a store that fails every poll is logged once, and its recovery once", () => {
     const receiver = slowReceiver(0)
-    const { lines, logger } = captured()
+    const { lines, layer: logger } = captureLogs()
     let failures = 5
     const flakyClaims = Layer.effect(
       Deliveries,
@@ -241,7 +230,7 @@ describe("the dispatcher's logs", () => {
 
   it.effect("stopping says how many attempts it is finishing, then that it stopped", () => {
     const receiver = slowReceiver(5_000)
-    const { lines, logger } = captured()
+    const { lines, layer: logger } = captureLogs()
     return Effect.gen(function* () {
       yield* givenEvents(2)
       const dispatcher = yield* Effect.fork(

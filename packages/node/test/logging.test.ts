@@ -3,6 +3,7 @@
  * log at or above the level, fields at the top level, nothing below the level.
  */
 import { describe, expect, it } from "@effect/vitest"
+import { captureLogs } from "@intake/testing"
 import {
   Cause,
   ConfigProvider,
@@ -14,7 +15,6 @@ import {
   FiberRefs,
   HashMap,
   List,
-  Logger,
   LogLevel
 } from "effect"
 import { vi } from "vitest"
@@ -232,16 +232,9 @@ describe("LOG_LEVEL", () => {
 
     it.effect("without loggingLayer, go through Effect's loggers (a test's own logger sees them)", () =>
       Effect.gen(function* () {
-        const seen: Array<unknown> = []
-        yield* Effect.flatMap(RequestLogWriter, (write) => write(fields)).pipe(
-          Effect.provide(
-            Logger.replace(
-              Logger.defaultLogger,
-              Logger.make(({ message }) => seen.push(message))
-            )
-          )
-        )
-        expect(seen).toEqual([[fields]])
+        const logs = captureLogs()
+        yield* Effect.flatMap(RequestLogWriter, (write) => write(fields)).pipe(Effect.provide(logs.layer))
+        expect(logs.lines.map((line) => line.parts)).toEqual([[fields]])
       })
     )
   })

@@ -7,7 +7,8 @@ import { performance } from "node:perf_hooks"
 import { SqlClient } from "@effect/sql"
 import { expect, it } from "@effect/vitest"
 import { DeliveryWakeups } from "@intake/domain"
-import { Context, Duration, Effect, Layer, Logger, Option, Redacted } from "effect"
+import { captureLogs } from "@intake/testing"
+import { Context, Duration, Effect, Layer, Option, Redacted } from "effect"
 import { DELIVERY_CHANNEL, PgDeliveryWakeups } from "../src/deliveries.js"
 import { layerPostgres } from "../src/pg-pool.js"
 import { freshDatabaseUrl } from "../src/testing.js"
@@ -26,14 +27,7 @@ describePostgres("delivery wake-ups on PostgreSQL", () => {
   it.scopedLive(
     "the listening connection killed: wake-ups come back within moments, the loss and the return logged once each",
     () => {
-      const logged: Array<string> = []
-      const capture = Logger.replace(
-        Logger.defaultLogger,
-        Logger.make(({ logLevel, message }) => {
-          const text = String(Array.isArray(message) ? message[0] : message)
-          if (text.startsWith("LISTEN")) logged.push(`${logLevel.label} ${text}`)
-        })
-      )
+      const logs = captureLogs()
       return Effect.gen(function* () {
         const database = yield* freshDatabaseUrl()
         const context = yield* Layer.build(
@@ -69,11 +63,11 @@ describePostgres("delivery wake-ups on PostgreSQL", () => {
         const [relistened] = yield* listening
         expect(relistened!.pid).not.toBe(listener!.pid)
 
-        expect(logged).toEqual([
+        expect(logs.texts("LISTEN")).toEqual([
           `WARN LISTEN ${DELIVERY_CHANNEL}: connection lost; notifications missed until it is back (trying again with backoff)`,
           `INFO LISTEN ${DELIVERY_CHANNEL}: listening again`
         ])
-      }).pipe(Effect.provide(capture))
+      }).pipe(Effect.provide(logs.layer))
     }
   )
 })

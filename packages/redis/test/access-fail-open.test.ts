@@ -5,8 +5,8 @@
 import { performance } from "node:perf_hooks"
 import { expect, it } from "@effect/vitest"
 import { Access, type Principal, Provisioning } from "@intake/domain"
-import { accessTestLayer, authenticate, provisionApiKey } from "@intake/testing"
-import { Effect, Fiber, Layer, Logger } from "effect"
+import { accessTestLayer, authenticate, captureLogs, provisionApiKey } from "@intake/testing"
+import { Effect, Fiber, Layer } from "effect"
 import { RedisRateLimiterLive } from "../src/rate-limiter.js"
 import { closedPort, median, startRedisProxy, testConnection, withRedis } from "../src/testing.js"
 
@@ -29,21 +29,11 @@ const principals = Effect.gen(function* () {
   return { busy, small: yield* authenticate(small.authorization) }
 })
 
-/** The Access log lines about the limiter, as "LEVEL message". */
-const captureLimiterLog = () => {
-  const lines: Array<string> = []
-  const logger = Logger.make(({ logLevel, message }) => {
-    const text = String(Array.isArray(message) ? message[0] : message)
-    if (text.startsWith("rate limiter")) lines.push(`${logLevel.label} ${text}`)
-  })
-  return { lines, layer: Logger.replace(Logger.defaultLogger, logger) }
-}
-
 withRedis("Access on the Redis limiter, failing open", () => {
   it.live(
     "Redis stopped mid-run: requests go through with their headers, at no added latency; limits come back with Redis",
     () => {
-      const log = captureLimiterLog()
+      const log = captureLogs()
       return Effect.gen(function* () {
         const proxy = yield* Effect.acquireRelease(Effect.promise(startRedisProxy), (p) =>
           Effect.promise(p.stop)
@@ -81,7 +71,9 @@ withRedis("Access on the Redis limiter, failing open", () => {
               `(first failure ${firstFailure.ms.toFixed(3)} ms, slowest while down ${Math.max(...down.map((c) => c.ms)).toFixed(3)} ms)`
           )
           expect(failingOpen - baseline).toBeLessThan(5)
-          expect(firstFailure.ms).toBeLessThan(100)
+          // Nowhere near the limiter's 3 s bound: no slower than the slowest check Redis
+          // answered in this run, plus 100 ms (a busy machine slows both alike).
+          expect(firstFailure.ms).toBeLessThan(100 + Math.max(...up.map((c) => c.ms)))
 
           // Redis is back: the limits hold again by themselves, with the window kept across the outage.
           yield* Effect.promise(proxy.start)
@@ -97,7 +89,7 @@ withRedis("Access on the Redis limiter, failing open", () => {
           expect(refused).toMatchObject({ allowed: false, limit: 3, remaining: 0 })
           expect(refused.retryAfterSeconds).toBeGreaterThanOrEqual(55)
 
-          expect(log.lines).toEqual([
+          expect(log.texts("rate limiter")).toEqual([
             "WARN rate limiter unavailable: failing open, asking again every 200 ms",
             "INFO rate limiter answers again: limits enforced"
           ])
@@ -125,10 +117,12 @@ withRedis("Access on the Redis limiter, failing open", () => {
           expect((yield* limitTimed(busy)).ms).toBeGreaterThanOrEqual(timeoutMs - 50)
           // Then requests arrive every 5 ms for 2 s, whether or not earlier ones have answered.
           const arrivals: Array<Fiber.RuntimeFiber<Effect.Effect.Success<ReturnType<typeof limitTimed>>>> = []
+          const arrivingFrom = performance.now()
           for (let i = 0; i < 400; i++) {
             arrivals.push(yield* Effect.fork(limitTimed(busy)))
             yield* Effect.sleep("5 millis")
           }
+          const arrivingMs = performance.now() - arrivingFrom
           const checks = yield* Fiber.joinAll(arrivals)
           expect(checks.every((c) => c.decision.allowed && c.decision.limit === 500)).toBe(true)
           const waited = checks.filter((c) => c.ms >= timeoutMs / 2)
@@ -137,7 +131,9 @@ withRedis("Access on the Redis limiter, failing open", () => {
               `median ${median(checks.map((c) => c.ms)).toFixed(3)} ms`
           )
           // One probe per cool-down and timeout (600 ms): a handful, not all that arrive meanwhile.
-          expect(waited.length).toBeLessThanOrEqual(6)
+          // Six over the 2 s the arrivals take on an idle machine; counted over the time they
+          // took here, as a busy machine stretches them.
+          expect(waited.length).toBeLessThanOrEqual(Math.ceil(arrivingMs / (timeoutMs + 200)) + 2)
           expect(waited.length).toBeGreaterThanOrEqual(1)
         }).pipe(Effect.provide(accessTestLayer({ rateLimiter: limiter, settings })))
       }).pipe(Effect.scoped)
@@ -146,7 +142,7 @@ withRedis("Access on the Redis limiter, failing open", () => {
   it.live(
     "a busy server is not a Redis outage: checks in flight while the event loop is blocked past the bound still count",
     () => {
-      const log = captureLimiterLog()
+      const log = captureLogs()
       return Effect.gen(function* () {
         const timeoutMs = 300
         // The connection's own command timeout as short as the limiter's bound: neither may fail a check on a late loop.
@@ -185,7 +181,7 @@ withRedis("Access on the Redis limiter, failing open", () => {
             [true, 0]
           ])
           expect((yield* Effect.promise(check)).allowed).toBe(false)
-          expect(log.lines).toEqual([])
+          expect(log.texts("rate limiter")).toEqual([])
         }).pipe(Effect.provide(accessTestLayer({ rateLimiter: limiter, settings })))
       }).pipe(Effect.provide(log.layer))
     }

@@ -3,7 +3,8 @@
  * error line a minute with its cause, a count, and shown for a minute after the last one.
  */
 import { expect, it } from "@effect/vitest"
-import { Effect, Logger, Option, TestClock } from "effect"
+import { captureLogs } from "@intake/testing"
+import { Effect, Option, TestClock } from "effect"
 import { ReplyError } from "ioredis"
 import { configurationFault, makeRedisFaults } from "../src/faults.js"
 
@@ -35,13 +36,10 @@ it.effect(
   "a fault is logged as an error at most once a minute, counted, and shown for a minute after the last",
   () =>
     Effect.gen(function* () {
-      const logged: Array<{ level: string; message: unknown }> = []
-      const logger = Logger.make(({ logLevel, message }) => {
-        logged.push({ level: logLevel.label, message })
-      })
+      const logs = captureLogs()
+      const logged = logs.lines
       const faults = makeRedisFaults()
-      const record = (error: unknown) =>
-        faults.record(error).pipe(Effect.provide(Logger.replace(Logger.defaultLogger, logger)))
+      const record = (error: unknown) => faults.record(error).pipe(Effect.provide(logs.layer))
 
       yield* record(new Error("connect ECONNREFUSED 127.0.0.1:6379"))
       expect(yield* faults.recent).toEqual(Option.none())

@@ -1,4 +1,6 @@
+export * from "./captured-logs.js"
 export * from "./contracts/access-invalidation.js"
+export * from "./contracts/answer-shapes.js"
 export * from "./contracts/api-key-repository.js"
 export * from "./contracts/contact-repository.js"
 export * from "./contracts/delivery-log.js"

@@ -9,6 +9,7 @@ import {
 } from "@intake/domain"
 import { Effect, Either, type Layer, Option } from "effect"
 import { aWorkspace, uniqueId } from "../records.js"
+import { checkedStores } from "./answer-shapes.js"
 
 const NOW: EpochMillis = 1_800_000_000_000
 const MINUTE = 60_000
@@ -41,7 +42,7 @@ export const apiKeyRepositoryContract = (
   name: string,
   repositoryLayer: Layer.Layer<ApiKeyRepository | WorkspaceRepository>
 ) =>
-  layer(repositoryLayer)(`ApiKeyRepository contract: ${name}`, (it) => {
+  layer(checkedStores(repositoryLayer))(`ApiKeyRepository contract: ${name}`, (it) => {
     it.effect("finds an inserted key by id and by hash; unknown ones are none", () =>
       Effect.gen(function* () {
         const keys = yield* ApiKeyRepository

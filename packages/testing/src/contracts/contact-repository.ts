@@ -16,12 +16,13 @@ import {
   submissionRecord
 } from "../fixtures-submissions.js"
 import { aWorkspace, uniqueId } from "../records.js"
+import { checkedStores } from "./answer-shapes.js"
 
 export const contactRepositoryContract = (
   name: string,
   theLayer: Layer.Layer<ContactRepository | EventOutbox | DeliveryRepository | WorkspaceRepository>
 ): void =>
-  layer(theLayer)(`ContactRepository contract (${name})`, (it) => {
+  layer(checkedStores(theLayer))(`ContactRepository contract (${name})`, (it) => {
     const givenWorkspace = Effect.gen(function* () {
       const workspace = aWorkspace()
       yield* (yield* WorkspaceRepository).insert(workspace)

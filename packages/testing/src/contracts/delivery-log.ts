@@ -4,6 +4,7 @@
  * filters composed with its keyset paging, and the events a recovery would queue. Runs on
  * a store shared with other contracts: every row is under ids of its own.
  */
+
 import { expect, layer } from "@effect/vitest"
 import {
   type Delivery,
@@ -19,6 +20,7 @@ import { Effect, type Layer, Option } from "effect"
 import { aDelivery } from "../fixtures-deliveries.js"
 import { aWebhookEndpoint } from "../fixtures-webhooks.js"
 import { uniqueId } from "../records.js"
+import { checkedStores } from "./answer-shapes.js"
 
 type Ports = EventOutbox | DeliveryRepository | WebhookRepository
 
@@ -43,7 +45,7 @@ const finished = (overrides: Partial<Delivery>) =>
   })
 
 export const deliveryLogContract = (name: string, theLayer: Layer.Layer<Ports>): void =>
-  layer(theLayer)(`Delivery log and recovery contract (${name})`, (it) => {
+  layer(checkedStores(theLayer))(`Delivery log and recovery contract (${name})`, (it) => {
     const givenEndpoint = (overrides: Partial<WebhookEndpoint> = {}) =>
       Effect.gen(function* () {
         const endpoint = aWebhookEndpoint({ workspaceId: uniqueId("ws"), ...overrides })

@@ -3,6 +3,7 @@
  * (the queue is global: a claim sees every due attempt), so an adapter's layer should
  * give a fresh store when built.
  */
+
 import { describe, expect, it } from "@effect/vitest"
 import {
   type Delivery,
@@ -19,6 +20,7 @@ import { aDelivery } from "../fixtures-deliveries.js"
 import { domainEventRecord, intakeBotRecord, submissionRecord } from "../fixtures-submissions.js"
 import { aWebhookEndpoint } from "../fixtures-webhooks.js"
 import { uniqueId } from "../records.js"
+import { checkedStores } from "./answer-shapes.js"
 
 type Ports = DeliveryRepository | WebhookRepository | EventOutbox | UnitOfWork
 
@@ -28,7 +30,7 @@ const DAY = 86_400_000
 export const deliveryRepositoryContract = (name: string, theLayer: Layer.Layer<Ports>): void => {
   describe(`DeliveryRepository contract (${name})`, () => {
     const test = (title: string, body: () => Effect.Effect<void, unknown, Ports>) =>
-      it.effect(title, () => Effect.provide(body(), theLayer))
+      it.effect(title, () => Effect.provide(body(), checkedStores(theLayer)))
 
     const givenEndpoint = (overrides: Partial<WebhookEndpoint> = {}) =>
       Effect.gen(function* () {

@@ -5,6 +5,7 @@
  * messages and its bot; the contact), null where a row is gone. Runs on a store shared
  * with other contracts: every row is under ids of its own.
  */
+
 import { expect, layer } from "@effect/vitest"
 import {
   ContactRepository,
@@ -27,6 +28,7 @@ import {
 } from "../fixtures-submissions.js"
 import { aWebhookEndpoint } from "../fixtures-webhooks.js"
 import { aWorkspace, uniqueId } from "../records.js"
+import { checkedStores } from "./answer-shapes.js"
 
 type Ports =
   | ContactRepository
@@ -39,7 +41,7 @@ type Ports =
   | WorkspaceRepository
 
 export const dispatchSourcesContract = (name: string, theLayer: Layer.Layer<Ports>): void =>
-  layer(theLayer)(`DeliveryRepository.dispatchSources contract (${name})`, (it) => {
+  layer(checkedStores(theLayer))(`DeliveryRepository.dispatchSources contract (${name})`, (it) => {
     it.effect("reads every attempt's endpoint, workspace, event and sources at once; null where gone", () =>
       Effect.gen(function* () {
         const workspace = aWorkspace()

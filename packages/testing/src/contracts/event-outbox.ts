@@ -10,6 +10,7 @@ import { Effect, type Layer, Option } from "effect"
 import { aDelivery } from "../fixtures-deliveries.js"
 import { domainEventRecord, intakeBotRecord, submissionRecord } from "../fixtures-submissions.js"
 import { aWorkspace, uniqueId } from "../records.js"
+import { checkedStores } from "./answer-shapes.js"
 
 export const eventOutboxContract = (
   name: string,
@@ -17,7 +18,7 @@ export const eventOutboxContract = (
     EventOutbox | SubmissionRepository | IntakeBotRepository | WorkspaceRepository | DeliveryRepository
   >
 ): void =>
-  layer(theLayer)(`EventOutbox contract (${name})`, (it) => {
+  layer(checkedStores(theLayer))(`EventOutbox contract (${name})`, (it) => {
     const givenSubmission = Effect.gen(function* () {
       const workspace = aWorkspace()
       yield* (yield* WorkspaceRepository).insert(workspace)

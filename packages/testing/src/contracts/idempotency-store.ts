@@ -1,4 +1,5 @@
 /** The contract every IdempotencyStore adapter keeps. */
+
 import { expect, layer } from "@effect/vitest"
 import {
   IdempotencyClaimNotFresh,
@@ -10,6 +11,7 @@ import {
 } from "@intake/domain"
 import { Effect, type Layer } from "effect"
 import { uniqueId } from "../records.js"
+import { checkedStores } from "./answer-shapes.js"
 
 const DAY = 24 * 60 * 60 * 1000
 const T0 = 1_790_000_000_000
@@ -21,7 +23,7 @@ export const idempotencyStoreContract = (
   name: string,
   theLayer: Layer.Layer<IdempotencyStore | UnitOfWork>
 ): void => {
-  layer(theLayer)(`IdempotencyStore contract: ${name}`, (it) => {
+  layer(checkedStores(theLayer))(`IdempotencyStore contract: ${name}`, (it) => {
     it.effect("a key never seen is fresh", () =>
       Effect.gen(function* () {
         const store = yield* IdempotencyStore

@@ -9,13 +9,14 @@ import { Effect, type Layer, Option } from "effect"
 import { intakeBotRecord, submissionRecord } from "../fixtures-submissions.js"
 import { aWebhookEndpoint } from "../fixtures-webhooks.js"
 import { aWorkspace, uniqueId } from "../records.js"
+import { checkedStores } from "./answer-shapes.js"
 import { inNewestFirstOrder, walkPages } from "./paging.js"
 
 export const intakeBotRepositoryContract = (
   name: string,
   theLayer: Layer.Layer<IntakeBotRepository | SubmissionRepository | WorkspaceRepository | WebhookRepository>
 ): void =>
-  layer(theLayer)(`IntakeBotRepository contract (${name})`, (it) => {
+  layer(checkedStores(theLayer))(`IntakeBotRepository contract (${name})`, (it) => {
     const givenWorkspace = Effect.gen(function* () {
       const workspace = aWorkspace()
       yield* (yield* WorkspaceRepository).insert(workspace)

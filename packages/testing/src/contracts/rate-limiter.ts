@@ -47,6 +47,34 @@ export const rateLimiterContract = (
       )
     })
 
+  /**
+   * The sliding window as the times say it must answer: each admitted request kept with the
+   * bounds of the time the limiter saw it. A request at t is in the window at T when
+   * t > T - window. On an exact clock (the TestClock) every answer is determined; on a real
+   * one (Redis's), an answer whose bounds straddle a request's leaving may go either way,
+   * and every other answer must be what the times say, however late a sleep woke (a busy
+   * machine moves the times, not the verdict).
+   */
+  const windowModel = (bucket: string, limit: number) => {
+    const admitted: Array<{ readonly from: number; readonly to: number }> = []
+    return (count: number) =>
+      Effect.forEach(Array.from({ length: count }), () =>
+        Effect.map(timedHit(bucket, limit), ({ decision, before, after }) => {
+          const surely = admitted.filter((request) => request.from > after - window).length
+          const maybe = admitted.filter((request) => request.to > before - window).length
+          if (surely >= limit) expect(decision.allowed, "refused: the window is full").toBe(false)
+          else if (maybe < limit) expect(decision.allowed, "admitted: the window has room").toBe(true)
+          if (decision.allowed) {
+            if (surely === maybe) expect(decision.remaining).toBe(limit - surely - 1)
+            admitted.push({ from: before, to: after })
+          } else expect(decision.remaining).toBe(0)
+          return decision
+        })
+      )
+  }
+  /** Whether the clock is exact (the TestClock): then the cases also assert the answers by step. */
+  const exact = options.advance === undefined && skew === 0
+
   layer(limiterLayer)(`RateLimiter contract: ${name}`, (it) => {
     it.effect("admits `limit` requests in a window, counting down remaining, and refuses the next", () =>
       Effect.gen(function* () {
@@ -90,38 +118,43 @@ export const rateLimiterContract = (
 
     it.effect("after the window slides past the oldest request, one more is admitted, and no more", () =>
       Effect.gen(function* () {
-        const bucket = uniqueId("bucket")
-        yield* hits(bucket, 3, 1)
+        const hits = windowModel(uniqueId("bucket"), 3)
+        yield* hits(1)
         yield* advance(step)
-        yield* hits(bucket, 3, 2)
-        expect((yield* hits(bucket, 3, 1))[0]!.allowed).toBe(false)
+        yield* hits(2)
+        expect((yield* hits(1))[0]!.allowed).toBe(false)
 
         // Just before the first request leaves: still full.
         yield* advance(window - 2 * step)
-        expect((yield* hits(bucket, 3, 1))[0]!.allowed).toBe(false)
+        const beforeLeaving = yield* hits(1)
+        if (exact) expect(beforeLeaving[0]!.allowed).toBe(false)
 
         // The first request has left; the two later ones have not.
         yield* advance(step)
-        expect((yield* hits(bucket, 3, 2)).map((d) => [d.allowed, d.remaining])).toEqual([
-          [true, 0],
-          [false, 0]
-        ])
+        const firstLeft = yield* hits(2)
+        if (exact)
+          expect(firstLeft.map((d) => [d.allowed, d.remaining])).toEqual([
+            [true, 0],
+            [false, 0]
+          ])
 
         // Now the two later ones have left too.
         yield* advance(step)
-        expect((yield* hits(bucket, 3, 3)).map((d) => d.allowed)).toEqual([true, true, false])
+        const allLeft = yield* hits(3)
+        if (exact) expect(allLeft.map((d) => d.allowed)).toEqual([true, true, false])
       })
     )
 
     it.effect("refused requests are not counted", () =>
       Effect.gen(function* () {
-        const bucket = uniqueId("bucket")
-        yield* hits(bucket, 2, 2)
+        const hits = windowModel(uniqueId("bucket"), 2)
+        yield* hits(2)
         yield* advance(step)
-        expect((yield* hits(bucket, 2, 3)).every((d) => !d.allowed)).toBe(true)
-        // The two admitted requests left; the refused ones never counted.
+        expect((yield* hits(3)).every((d) => !d.allowed)).toBe(true)
+        // The two admitted requests left; the refused ones never counted (the model counts
+        // admitted requests only, so a limiter counting refusals fails it at any speed).
         yield* advance(window - step)
-        expect((yield* hits(bucket, 2, 3)).map((d) => [d.allowed, d.remaining])).toEqual([
+        expect((yield* hits(3)).map((d) => [d.allowed, d.remaining])).toEqual([
           [true, 1],
           [true, 0],
           [false, 0]
@@ -131,13 +164,15 @@ export const rateLimiterContract = (
 
     it.effect("no span of the window admits more than the limit, request after request", () =>
       Effect.gen(function* () {
-        const bucket = uniqueId("bucket")
+        const hits = windowModel(uniqueId("bucket"), 3)
         const admittedSteps: Array<number> = []
         for (let i = 0; i < 25; i++) {
-          if ((yield* hits(bucket, 3, 1))[0]!.allowed) admittedSteps.push(i)
+          if ((yield* hits(1))[0]!.allowed) admittedSteps.push(i)
           yield* advance(step)
         }
-        expect(admittedSteps).toEqual([0, 1, 2, 10, 11, 12, 20, 21, 22])
+        // Every answer was what the times say (the model); on the exact clock, step by step.
+        if (exact) expect(admittedSteps).toEqual([0, 1, 2, 10, 11, 12, 20, 21, 22])
+        else expect(admittedSteps.length).toBeGreaterThanOrEqual(3)
       })
     )
 

@@ -9,6 +9,7 @@ import {
 import { Effect, type Layer, Option } from "effect"
 import { intakeBotRecord, messageRecords, submissionRecord } from "../fixtures-submissions.js"
 import { aWorkspace, uniqueId } from "../records.js"
+import { checkedStores } from "./answer-shapes.js"
 import { inNewestFirstOrder, walkPages } from "./paging.js"
 
 const T0 = 1_764_000_000_000
@@ -17,7 +18,7 @@ export const submissionRepositoryContract = (
   name: string,
   theLayer: Layer.Layer<SubmissionRepository | IntakeBotRepository | WorkspaceRepository | UsageCounters>
 ): void =>
-  layer(theLayer)(`SubmissionRepository contract (${name})`, (it) => {
+  layer(checkedStores(theLayer))(`SubmissionRepository contract (${name})`, (it) => {
     const givenBot = Effect.gen(function* () {
       const workspace = aWorkspace()
       yield* (yield* WorkspaceRepository).insert(workspace)

@@ -2,10 +2,12 @@
  * The contract every SummaryJobRepository adapter keeps. Each test runs on a fresh layer
  * or an emptied queue (a claim sees every due job).
  */
+
 import { describe, expect, it } from "@effect/vitest"
 import { type SummaryJob, SummaryJobRepository, UnitOfWork } from "@intake/domain"
 import { Effect, Either, type Layer, Option } from "effect"
 import { uniqueId } from "../records.js"
+import { checkedStores } from "./answer-shapes.js"
 
 type Ports = SummaryJobRepository | UnitOfWork
 
@@ -24,7 +26,7 @@ export const aSummaryJob = (overrides: Partial<SummaryJob> = {}): SummaryJob => 
 export const summaryJobRepositoryContract = (name: string, theLayer: Layer.Layer<Ports>): void => {
   describe(`SummaryJobRepository contract (${name})`, () => {
     const test = (title: string, body: () => Effect.Effect<void, unknown, Ports>) =>
-      it.effect(title, () => Effect.provide(body(), theLayer))
+      it.effect(title, () => Effect.provide(body(), checkedStores(theLayer)))
 
     const ids = (jobs: ReadonlyArray<SummaryJob>) => jobs.map((job) => job.submissionId)
 

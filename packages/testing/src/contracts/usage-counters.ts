@@ -2,12 +2,13 @@ import { expect, layer } from "@effect/vitest"
 import { PlanLimitExceeded, UsageCounters, WorkspaceRepository } from "@intake/domain"
 import { Effect, Either, type Layer } from "effect"
 import { aWorkspace } from "../records.js"
+import { checkedStores } from "./answer-shapes.js"
 
 export const usageCountersContract = (
   name: string,
   theLayer: Layer.Layer<UsageCounters | WorkspaceRepository>
 ): void =>
-  layer(theLayer)(`UsageCounters contract (${name})`, (it) => {
+  layer(checkedStores(theLayer))(`UsageCounters contract (${name})`, (it) => {
     const givenWorkspace = Effect.gen(function* () {
       const workspace = aWorkspace()
       yield* (yield* WorkspaceRepository).insert(workspace)

@@ -1,15 +1,17 @@
 /** The contract every WebhookRepository adapter keeps. */
+
 import { expect, layer } from "@effect/vitest"
 import { PlanLimitExceeded, type UnitOfWork, type WebhookEndpoint, WebhookRepository } from "@intake/domain"
 import { Effect, Either, type Layer, Option } from "effect"
 import { aWebhookEndpoint } from "../fixtures-webhooks.js"
 import { uniqueId } from "../records.js"
+import { checkedStores } from "./answer-shapes.js"
 
 export const webhookRepositoryContract = (
   name: string,
   theLayer: Layer.Layer<WebhookRepository | UnitOfWork>
 ): void => {
-  layer(theLayer)(`WebhookRepository contract: ${name}`, (it) => {
+  layer(checkedStores(theLayer))(`WebhookRepository contract: ${name}`, (it) => {
     it.effect("stores an endpoint and finds it in its workspace", () =>
       Effect.gen(function* () {
         const repo = yield* WebhookRepository

@@ -2,12 +2,13 @@ import { expect, layer } from "@effect/vitest"
 import { type Workspace, WorkspaceRepository } from "@intake/domain"
 import { Effect, type Layer, Option } from "effect"
 import { aWorkspace, uniqueId } from "../records.js"
+import { checkedStores } from "./answer-shapes.js"
 
 export const workspaceRepositoryContract = (
   name: string,
   repositoryLayer: Layer.Layer<WorkspaceRepository>
 ) =>
-  layer(repositoryLayer)(`WorkspaceRepository contract: ${name}`, (it) => {
+  layer(checkedStores(repositoryLayer))(`WorkspaceRepository contract: ${name}`, (it) => {
     it.effect("finds an inserted workspace by id, with every field as stored", () =>
       Effect.gen(function* () {
         const repository = yield* WorkspaceRepository

@@ -4,10 +4,11 @@ import {
   accessTestLayer,
   authenticate,
   ControlledRateLimiter,
+  captureLogs,
   LimiterControl,
   provisionApiKey
 } from "@intake/testing"
-import { Effect, Either, Fiber, Logger, Option, Redacted, TestClock } from "effect"
+import { Effect, Either, Fiber, Option, Redacted, TestClock } from "effect"
 
 const principalOf = (options: Parameters<typeof provisionApiKey>[0] = {}) =>
   Effect.flatMap(provisionApiKey(options), ({ authorization }) => authenticate(authorization))
@@ -289,11 +290,7 @@ describe("rate limits fail open", () => {
   )
 
   it.effect("the log tells when the limiter goes down and when it answers again, once each", () => {
-    const logged: Array<string> = []
-    const capture = Logger.make(({ logLevel, message }) => {
-      const text = Array.isArray(message) ? message[0] : message
-      logged.push(`${logLevel.label} ${String(text)}`)
-    })
+    const logs = captureLogs()
     return Effect.gen(function* () {
       const control = yield* LimiterControl
       const access = yield* Access
@@ -309,13 +306,13 @@ describe("rate limits fail open", () => {
       expect(yield* control.calls).toBeGreaterThanOrEqual(3)
       yield* control.setMode("answer")
       yield* Effect.forEach(Array.from({ length: 3 }), () => access.limitAnonymous("203.0.113.7"))
-      expect(logged).toEqual([
+      expect(logs.texts()).toEqual([
         "WARN rate limiter unavailable: failing open, asking again every 5000 ms",
         "INFO rate limiter answers again: limits enforced"
       ])
     }).pipe(
       Effect.provide(accessTestLayer({ rateLimiter: ControlledRateLimiter })),
-      Effect.provide(Logger.replace(Logger.defaultLogger, capture))
+      Effect.provide(logs.layer)
     )
   })
 })

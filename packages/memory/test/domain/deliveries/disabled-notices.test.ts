@@ -6,8 +6,8 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Conflict, Deliveries, type Delivery, IntakeBots, Webhooks } from "@intake/domain"
-import { answer, newIntakeBot } from "@intake/testing"
-import { Effect, Logger, TestClock } from "effect"
+import { answer, captureLogs, newIntakeBot } from "@intake/testing"
+import { Effect, TestClock } from "effect"
 import { Webhook } from "standardwebhooks"
 import {
   dispatchDue,
@@ -32,22 +32,12 @@ const givenEndpoint = (
     webhooks.create(workspaceId, { url: `${RECEIVER}?to=${name}`, events, intakeBotIds })
   )
 
-/** Every structured log line, as its message object. */
-const capturedLogs = () => {
-  const lines: Array<Record<string, unknown>> = []
-  const logger = Logger.make(({ logLevel, message }) => {
-    const first = Array.isArray(message) ? message[0] : message
-    lines.push({ level: logLevel.label, ...(typeof first === "object" ? first : { message: first }) })
-  })
-  return { lines, layer: Logger.replace(Logger.defaultLogger, logger) }
-}
-
 describe("webhook.disabled", () => {
   it.effect(
     "a 410 disables the endpoint; the workspace's other active subscribers get webhook.disabled once, signed, without any secret",
     () => {
       const { receiver, layer } = scene()
-      const logs = capturedLogs()
+      const logs = captureLogs()
       return Effect.gen(function* () {
         const { workspaceId, bot } = yield* givenWorkspaceWithBot
         const otherBot = yield* (yield* IntakeBots).create(workspaceId, newIntakeBot({ name: "Other" }))
@@ -115,10 +105,11 @@ describe("webhook.disabled", () => {
         // One event for both: the same webhook-id.
         expect(new Set(received.map((request) => request.headers["webhook-id"])).size).toBe(1)
 
-        const disabledLines = logs.lines.filter((line) => line.message === "webhook endpoint disabled")
+        const disabledLines = logs.matching(/^webhook endpoint disabled$/)
         expect(disabledLines).toEqual([
           {
-            level: "WARN",
+            level: "warn",
+            time: expect.any(String),
             message: "webhook endpoint disabled",
             webhookId: gone.id,
             workspaceId,
@@ -126,7 +117,7 @@ describe("webhook.disabled", () => {
             notifiedEndpoints: 2
           }
         ])
-        expect(JSON.stringify(logs.lines)).not.toContain("whsec_")
+        expect(logs.printed()).not.toContain("whsec_")
 
         // Nothing more is due: one notice per endpoint, no retries.
         yield* TestClock.adjust(24 * HOUR)
@@ -154,7 +145,7 @@ describe("webhook.disabled", () => {
       const { receiver, layer } = scene({
         settings: { retrySchedule: Array(10).fill(20 * MINUTE), disableAfterMs: HOUR }
       })
-      const logs = capturedLogs()
+      const logs = captureLogs()
       return Effect.gen(function* () {
         const { workspaceId, bot } = yield* givenWorkspaceWithBot
         const webhooks = yield* Webhooks
@@ -190,9 +181,10 @@ describe("webhook.disabled", () => {
         const [again] = yield* dispatchDue
         expect(again).toMatchObject({ webhookId: watcher.id, eventType: "webhook.disabled" })
         expect(JSON.parse(receiver.sent.at(-1)!.body).data.reason).toBe("gone")
-        expect(
-          logs.lines.filter((line) => line.message === "webhook endpoint disabled").map((line) => line.reason)
-        ).toEqual(["deliveries failed for WEBHOOK_DISABLE_AFTER", "the receiver answered 410 Gone"])
+        expect(logs.matching(/^webhook endpoint disabled$/).map((line) => line.reason)).toEqual([
+          "deliveries failed for WEBHOOK_DISABLE_AFTER",
+          "the receiver answered 410 Gone"
+        ])
       }).pipe(Effect.provide(layer), Effect.provide(logs.layer))
     }
   )
