@@ -127,7 +127,7 @@ const plans = Effect.gen(function* () {
   const [pageText, pageValues] = page.compile()
   for (const [name, statement] of [
     ["claim: endpoints", lockQueuedEndpoints],
-    ["claim: backlogs", backlogsStatement(now, 11, true)],
+    ["claim: backlogs", backlogsStatement(now, 11, ["wh_1", "wh_2", "wh_3"])],
     ["claim: lease", leaseStatement(now, now + 30_000, "dsp_x", new Map([["wh_1", 5]]), [])],
     ["log page", { text: pageText, values: pageValues }]
   ] as const)

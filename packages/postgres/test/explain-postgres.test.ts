@@ -405,8 +405,8 @@ describePostgres("on PostgreSQL", () => {
         const now = Date.now()
         for (const statement of [
           lockQueuedEndpoints,
-          backlogsStatement(now, 11, true),
-          backlogsStatement(now, 0, false),
+          backlogsStatement(now, 11, ["wh_1", "wh_2", "wh_3"]),
+          backlogsStatement(now, 0, null),
           leaseStatement(
             now,
             now + 30_000,
