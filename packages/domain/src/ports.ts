@@ -730,16 +730,8 @@ export class DeliveryRepository extends Context.Tag("@intake/DeliveryRepository"
      * Retention (docs/webhooks.md, "Data kept"): deletes the finished attempts created before
      * `before`, and the events created before it that have no pending attempt, at most
      * `batchSize` rows per statement, until none is left. A pending attempt is never deleted.
-     * On PostgreSQL a month whose rows may all go is dropped whole first
-     * (docs/history-partitions.md); the rows deleted are the same.
      */
     readonly purgeOlderThan: (before: EpochMillis, batchSize: number) => Stored<PurgedHistory>
-    /**
-     * Makes the store ready for the history written from `now` on, ahead of time: on
-     * PostgreSQL the month partitions of `now` and the next two (docs/history-partitions.md);
-     * nothing in memory. Idempotent, safe from several processes at once.
-     */
-    readonly prepareHistory: (now: EpochMillis) => Stored<void>
   }
 >() {}
 

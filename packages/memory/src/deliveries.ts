@@ -280,8 +280,6 @@ export const MemoryDeliveryRepository = Layer.effect(
           write.set(t.webhooks, webhookId, updated)
           return Option.some({ endpoint: updated, previousStatus: endpoint.status })
         }),
-      // Nothing to prepare: memory has no partitions (docs/history-partitions.md).
-      prepareHistory: () => Effect.void,
       // In batches, as on PostgreSQL (one unit of work each), so that other work interleaves.
       purgeOlderThan: (before, batchSize) =>
         Effect.gen(function* () {

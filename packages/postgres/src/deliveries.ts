@@ -29,7 +29,6 @@ import {
 } from "@intake/domain"
 import { Effect, Exit, Layer, Option, Queue, Schedule, Stream } from "effect"
 import { dispatchSourcesFromRows } from "./dispatch-sources.js"
-import { dropExpiredMonths, prepareMonths } from "./history-partitions.js"
 import { afterPosition, pageFrom } from "./paging.js"
 import {
   backlogsStatement,
@@ -109,14 +108,6 @@ export const listDeliveriesQuery = (
     LIMIT ${page.limit + 1}`
 
 /**
- * How long before its event an attempt may have been created: none is (an attempt is made
- * when its event occurs or later), but the clocks of the processes that write them may
- * differ by this much. Bounds each event's attempts to the months from its own on, so a
- * recovery probes those months' partitions only (docs/history-partitions.md).
- */
-const ATTEMPTS_FROM_EVENT = "1 day"
-
-/**
  * The events a recovery queues (DeliveryRepository.recoverableEvents), oldest first, with
  * the highest attempt number each already has on the endpoint. Served by
  * domain_events_workspace (workspace, created_at, id) and deliveries_event.
@@ -130,8 +121,7 @@ export const recoverableEventsQuery = (
 ) =>
   sql<Row>`SELECT e.*,
       (SELECT coalesce(max(d.attempt), 0) FROM deliveries d
-        WHERE d.webhook_id = ${endpoint.id} AND d.event_id = e.id
-          AND d.created_at >= e.created_at - ${ATTEMPTS_FROM_EVENT}::interval) AS attempts_made
+        WHERE d.webhook_id = ${endpoint.id} AND d.event_id = e.id) AS attempts_made
     FROM domain_events e
     WHERE ${sql.and([
       sql`e.workspace_id = ${endpoint.workspaceId}`,
@@ -146,7 +136,6 @@ export const recoverableEventsQuery = (
       sql`e.webhook_id IS DISTINCT FROM ${endpoint.id}`,
       ...(after === null ? [] : [sql`(e.created_at, e.id) > (${toDate(after.createdAt)}, ${after.id})`]),
       sql`NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.webhook_id = ${endpoint.id} AND d.event_id = e.id
-        AND d.created_at >= e.created_at - ${ATTEMPTS_FROM_EVENT}::interval
         AND d.status IN ('succeeded', 'pending'))`
     ])}
     ORDER BY e.created_at, e.id
@@ -434,20 +423,16 @@ export const PgDeliveryRepository = Layer.effect(
             })
           )
         ),
-      prepareHistory: (now) => stored("deliveries.prepareHistory")(prepareMonths(sql, now)),
-      // Whole months first (history-partitions.ts), then what is left older than `before`,
-      // each batch its own short statement (no long lock, within the query timeout), as the
-      // idempotency purge; SKIP LOCKED leaves rows another purge or a dispatcher holds. A row
-      // is deleted by its id and created_at, so only its own month's index is probed.
+      // Each batch its own short statement (no long lock, within the query timeout), as the
+      // idempotency purge; SKIP LOCKED leaves rows another purge or a dispatcher holds.
       purgeOlderThan: (before, batchSize) =>
         stored("deliveries.purgeOlderThan")(
           Effect.gen(function* () {
-            const months = yield* dropExpiredMonths(sql, before)
             const deliveries = yield* purgedInBatches(
               batchSize,
               sql<Row>`WITH purged AS (
-                DELETE FROM deliveries WHERE (id, created_at) IN (
-                  SELECT id, created_at FROM deliveries WHERE due_at IS NULL AND created_at < ${toDate(before)}
+                DELETE FROM deliveries WHERE id IN (
+                  SELECT id FROM deliveries WHERE due_at IS NULL AND created_at < ${toDate(before)}
                   LIMIT ${batchSize} FOR UPDATE SKIP LOCKED
                 ) RETURNING 1
               ) SELECT count(*) AS purged FROM purged`
@@ -455,8 +440,8 @@ export const PgDeliveryRepository = Layer.effect(
             const events = yield* purgedInBatches(
               batchSize,
               sql<Row>`WITH purged AS (
-                DELETE FROM domain_events WHERE (id, created_at) IN (
-                  SELECT e.id, e.created_at FROM domain_events e
+                DELETE FROM domain_events WHERE id IN (
+                  SELECT e.id FROM domain_events e
                   WHERE e.created_at < ${toDate(before)}
                     AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.event_id = e.id AND d.due_at IS NOT NULL)
                   ORDER BY e.created_at, e.id
@@ -464,7 +449,7 @@ export const PgDeliveryRepository = Layer.effect(
                 ) RETURNING 1
               ) SELECT count(*) AS purged FROM purged`
             )
-            return { deliveries: months.deliveries + deliveries, events: months.events + events }
+            return { deliveries, events }
           })
         )
     })

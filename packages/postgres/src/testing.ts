@@ -16,13 +16,6 @@ import { layerPglite } from "./pglite-client.js"
 import { migrated, pgPortsOn, type SqlDatabase } from "./runtime.js"
 
 /**
- * The queue's fixed statements and the client's tag, for the benchmarks' own statements
- * (bench/history-load.ts: loading rows, EXPLAIN), which the workspace root does not depend on.
- */
-export { SqlClient } from "@effect/sql"
-export { backlogsStatement, leaseStatement, lockQueuedEndpoints } from "./queue-statements.js"
-
-/**
  * Every port over a database client layer as one running instance has them: with the
  * platform and the in-process rate limits, invalidation and wake-ups the composition
  * roots add (apps/server/src/runtime.ts, apps/worker/src/main.ts).

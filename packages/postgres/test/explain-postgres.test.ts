@@ -11,7 +11,6 @@ import { noDeliveryFilter, UnitOfWork } from "@intake/domain"
 import { aWebhookEndpoint } from "@intake/testing"
 import { Duration, Effect, Exit, Layer } from "effect"
 import { listDeliveriesQuery, recoverableEventsQuery } from "../src/deliveries.js"
-import { backlogsStatement, leaseStatement, lockQueuedEndpoints } from "../src/queue-statements.js"
 import { statementSteps } from "../src/reads.js"
 import { listBotsQuery, listSubmissionsQuery, listSubmissionsStatement } from "../src/submissions.js"
 import { nextSummaryDueQuery } from "../src/summary-jobs.js"
@@ -24,8 +23,6 @@ interface PlanNode {
   readonly "Node Type": string
   readonly "Index Name"?: string
   readonly "Relation Name"?: string
-  /** The partition scanned, when "Relation Name" is a partitioned table's. */
-  readonly Partition?: string
   readonly Plans?: ReadonlyArray<PlanNode>
 }
 
@@ -55,68 +52,11 @@ const planOfRows = (explained: Effect.Effect<ReadonlyArray<{ "QUERY PLAN": unkno
     return nodesOf(parsed[0]!.Plan)
   })
 
-/**
- * The nodes as of the partitioned tables (docs/history-partitions.md): a partition's scan
- * names its parent table and index, and a sequential scan of a small partition (a month
- * ahead, the DEFAULT one: under SMALL_PARTITION rows, a page or two) is told apart as
- * "Seq Scan (small partition)", so that "no Seq Scan" means none over a big one.
- */
-const SMALL_PARTITION = 1_000
-const ofParents = (nodes: ReadonlyArray<PlanNode>) =>
-  Effect.flatMap(SqlClient.SqlClient, (sql) => {
-    const names = [...new Set(nodes.flatMap((n) => [n["Relation Name"], n["Index Name"]]))].filter(
-      (name): name is string => name !== undefined
-    )
-    return Effect.map(
-      sql<{
-        name: string
-        parent: string | null
-        tuples: number
-      }>`SELECT c.relname AS name, p.relname AS parent,
-          c.reltuples::float8 AS tuples
-        FROM pg_class c LEFT JOIN pg_inherits i ON i.inhrelid = c.oid LEFT JOIN pg_class p ON p.oid = i.inhparent
-        WHERE c.relname = ANY(${`{${names.join(",")}}`}::text[])`,
-      (rows) => {
-        const of = new Map(rows.map((row) => [row.name, row]))
-        return nodes.map((n): PlanNode => {
-          const relation = n["Relation Name"] === undefined ? undefined : of.get(n["Relation Name"])
-          const index = n["Index Name"] === undefined ? undefined : of.get(n["Index Name"])
-          const small = relation?.parent != null && Number(relation.tuples) < SMALL_PARTITION
-          return {
-            ...n,
-            "Node Type":
-              n["Node Type"] === "Seq Scan" && small ? "Seq Scan (small partition)" : n["Node Type"],
-            ...(relation?.parent == null
-              ? {}
-              : { "Relation Name": relation.parent, Partition: relation.name }),
-            ...(index?.parent == null ? {} : { "Index Name": index.parent })
-          }
-        })
-      }
-    )
-  })
-
 const planOf = (statement: Statement<unknown>) =>
   Effect.flatMap(SqlClient.SqlClient, (sql) => {
     const [text, params] = statement.compile()
-    return Effect.flatMap(
-      planOfRows(sql.unsafe<{ "QUERY PLAN": unknown }>(`EXPLAIN (FORMAT JSON) ${text}`, params)),
-      ofParents
-    )
+    return planOfRows(sql.unsafe<{ "QUERY PLAN": unknown }>(`EXPLAIN (FORMAT JSON) ${text}`, params))
   })
-
-/** The plan of one of the queue's fixed statements (queue-statements.ts), as planOf's. */
-const planOfText = (statement: { readonly text: string; readonly values: ReadonlyArray<unknown> }) =>
-  Effect.flatMap(SqlClient.SqlClient, (sql) =>
-    Effect.flatMap(
-      planOfRows(
-        sql.unsafe<{ "QUERY PLAN": unknown }>(`EXPLAIN (FORMAT JSON) ${statement.text}`, [
-          ...statement.values
-        ])
-      ),
-      ofParents
-    )
-  )
 
 const indexScans = (nodes: ReadonlyArray<PlanNode>) =>
   nodes.filter((n) => n["Node Type"].includes("Index")).map((n) => n["Index Name"])
@@ -341,162 +281,11 @@ describePostgres("on PostgreSQL", () => {
           // One batch: the window's events by index, the endpoint's attempts by index.
           expect(types).not.toContain("Seq Scan")
           expect(indexScans(plan)).toContain("domain_events_workspace")
-          // Each month's attempts by an index (a small partition's few pages aside).
-          expect(
-            plan
-              .filter((n) => n["Relation Name"] === "deliveries")
-              .every((n) => n["Index Name"] !== undefined || n["Node Type"] !== "Seq Scan")
-          ).toBe(true)
+          expect(plan.filter((n) => n["Relation Name"] === "deliveries").every((n) => n["Index Name"])).toBe(
+            true
+          )
         })
       )
     }
   )
-})
-
-/**
- * The history partitioned by month (docs/history-partitions.md) with enough rows for a scan
- * to tempt the planner: 200 000 attempts and 200 000 events over seven months, 200
- * endpoints, 2 000 attempts pending in the last days. A claim, an endpoint's log page and
- * recovery read by index in each month they touch, and a created range prunes the others.
- */
-const HISTORY_ROWS = 200_000
-const seedHistory = Effect.gen(function* () {
-  const sql = yield* SqlClient.SqlClient
-  yield* sql`SELECT intake_month_partition(t, now() - k * interval '1 month')
-    FROM unnest('{deliveries,domain_events}'::text[]) t, generate_series(1, 7) k`
-  // One row every 95 s back from now: about seven months.
-  yield* sql`INSERT INTO domain_events (id, workspace_id, type, intake_bot_id, submission_id, created_at)
-    SELECT 'evt_' || i, 'ws_' || (i % 20 + 1), 'submission.completed', 'bot_' || (i % 500 + 1), 'sub_' || i,
-      now() - i * interval '95 seconds'
-    FROM generate_series(1, ${HISTORY_ROWS}) i`
-  yield* sql`INSERT INTO deliveries (id, webhook_id, event_id, event_type, attempt, trigger, status, response_status,
-      duration_ms, created_at, sent_at, due_at)
-    SELECT 'dlv_' || i, 'wh_' || (i % 200 + 1), 'evt_' || i, 'submission.completed', 1, 'event',
-      CASE WHEN i <= 2000 THEN 'pending' ELSE 'succeeded' END, CASE WHEN i > 2000 THEN 200 END, 40,
-      now() - i * interval '95 seconds', CASE WHEN i > 2000 THEN now() - i * interval '95 seconds' END,
-      CASE WHEN i <= 2000 THEN now() - interval '1 minute' END
-    FROM generate_series(1, ${HISTORY_ROWS}) i`
-  yield* sql`INSERT INTO webhook_endpoints SELECT 'wh_' || i, 'ws_' || (i % 20 + 1), 'https://example.com', '["submission.completed"]',
-      'active', '', '[]', 'whsec_x', NULL, NULL, 0, NULL, now(), now()
-    FROM generate_series(1, 200) i`
-  yield* sql`ANALYZE`
-})
-
-const currentMonth = `deliveries_p${new Date().toISOString().slice(0, 7).replace("-", "_")}`
-
-const partitionsScanned = (plan: ReadonlyArray<PlanNode>) =>
-  new Set(plan.flatMap((n) => (n.Partition === undefined ? [] : [n.Partition])))
-
-const expectIndexBounded = (plan: ReadonlyArray<PlanNode>) => {
-  // Every scan of a month is by one of its indexes (or a small partition's few pages).
-  for (const node of plan.filter((n) => n.Partition !== undefined))
-    expect([node.Partition, node["Node Type"]]).toEqual([
-      node.Partition,
-      expect.stringMatching(/Index|Bitmap Heap|Seq Scan \(small partition\)/)
-    ])
-}
-
-describePostgres("on PostgreSQL", () => {
-  layer(PostgresTestDatabase(), { timeout: Duration.seconds(120) })("history partitioned by month", (it) => {
-    it.effect("seeds seven months", () => seedHistory)
-
-    it.effect("a claim's statements read the pending rows by the queue's indexes, in every month", () =>
-      Effect.gen(function* () {
-        const now = Date.now()
-        for (const statement of [
-          lockQueuedEndpoints,
-          backlogsStatement(now, 11, ["wh_1", "wh_2", "wh_3"]),
-          backlogsStatement(now, 0, null),
-          leaseStatement(
-            now,
-            now + 30_000,
-            "dsp_1",
-            new Map([
-              ["wh_1", 5],
-              ["wh_2", 5]
-            ]),
-            []
-          )
-        ]) {
-          const plan = yield* planOfText(statement)
-          expectIndexBounded(plan)
-          // The pending rows' partial indexes (empty in the months before the last days) or the key.
-          const onDeliveries = plan.filter(
-            (n) => n["Relation Name"] === "deliveries" && n["Index Name"] !== undefined
-          )
-          expect(onDeliveries.length).toBeGreaterThan(0)
-          for (const node of onDeliveries)
-            expect([
-              "deliveries_queued",
-              "deliveries_leased",
-              "deliveries_due",
-              "deliveries_pending_event",
-              "deliveries_pkey"
-            ]).toContain(node["Index Name"])
-          // The month holding the pending rows: by the queue's own indexes.
-          const current = onDeliveries.filter((n) => n.Partition === currentMonth)
-          expect(current.length).toBeGreaterThan(0)
-          for (const node of current)
-            expect(["deliveries_queued", "deliveries_leased", "deliveries_pkey"]).toContain(
-              node["Index Name"]
-            )
-        }
-      })
-    )
-
-    it.effect(
-      "an endpoint's log page: by deliveries_list in each month, and a created range prunes the rest",
-      () =>
-        Effect.gen(function* () {
-          const sql = yield* SqlClient.SqlClient
-          const all = yield* planOf(listDeliveriesQuery(sql, "wh_7", { limit: 50, after: null }))
-          expectKeysetPlan(all, "deliveries_list")
-          expectIndexBounded(all)
-          const day = 86_400_000
-          const lastDay = yield* planOf(
-            listDeliveriesQuery(
-              sql,
-              "wh_7",
-              { limit: 50, after: null },
-              {
-                ...noDeliveryFilter,
-                createdAfter: Date.now() - day,
-                createdBefore: Date.now()
-              }
-            )
-          )
-          // A day's few rows of the endpoint may be sorted (no big partition read).
-          expectIndexBounded(lastDay)
-          expect(indexScans(lastDay)[0]).toBe("deliveries_list")
-          // The day's month (or the two it spans) and the DEFAULT partition, not the seven.
-          expect(partitionsScanned(lastDay).size).toBeLessThanOrEqual(3)
-          expect(partitionsScanned(all).size).toBeGreaterThan(partitionsScanned(lastDay).size)
-        })
-    )
-
-    it.effect("recovery: a window's events by domain_events_workspace, each one's attempts by index", () =>
-      Effect.gen(function* () {
-        const sql = yield* SqlClient.SqlClient
-        const endpoint = aWebhookEndpoint({
-          id: "wh_7",
-          workspaceId: "ws_7",
-          events: ["submission.completed"]
-        })
-        const plan = yield* planOf(
-          recoverableEventsQuery(
-            sql,
-            endpoint,
-            { since: Date.now() - 86_400_000, until: Date.now() },
-            null,
-            500
-          )
-        )
-        expectIndexBounded(plan)
-        expect(indexScans(plan)).toContain("domain_events_workspace")
-        expect(
-          partitionsScanned(plan.filter((n) => n["Relation Name"] === "domain_events")).size
-        ).toBeLessThanOrEqual(3)
-      })
-    )
-  })
 })

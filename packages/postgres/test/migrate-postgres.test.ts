@@ -6,9 +6,7 @@ import * as Reactivity from "@effect/experimental/Reactivity"
 import { SqlClient } from "@effect/sql"
 import * as PgClient from "@effect/sql-pg/PgClient"
 import { expect, it } from "@effect/vitest"
-import { DeliveryRepository } from "@intake/domain"
 import { Effect, Redacted } from "effect"
-import { PgDeliveryRepository } from "../src/deliveries.js"
 import { migrations } from "../src/migrations.js"
 import { runMigrations } from "../src/migrator.js"
 import { listBotsQuery, listSubmissionsQuery } from "../src/submissions.js"
@@ -153,88 +151,6 @@ describePostgres("on PostgreSQL", () => {
             ["sub_2", 0],
             ["sub_1", 3]
           ])
-        }).pipe(Effect.provide(Reactivity.layer))
-      ),
-    120_000
-  )
-
-  it.live(
-    "migration 17: months of deliveries and events, pending, leased and finished, keep every row and value; the queue claims the pending ones",
-    () =>
-      Effect.scoped(
-        Effect.gen(function* () {
-          const { sql, migrate } = yield* freshMigratedBy
-          yield* migrate(migrations.filter((migration) => migration.id < 17))
-          yield* sql`INSERT INTO workspaces VALUES ('ws_1', 'W', 'pro', 'active', NULL, NULL, now(), now())`
-          yield* sql`INSERT INTO webhook_endpoints (id, workspace_id, url, events, status, description, intake_bot_ids,
-              secret, consecutive_fails, created_at, updated_at)
-            SELECT 'wh_' || i, 'ws_1', 'https://example.com/' || i, '["submission.completed"]', 'active', '', '[]',
-              'whsec_x', 0, now(), now()
-            FROM generate_series(1, 6) i`
-          // Six months of events (every 4 hours), each with a finished attempt on wh_1..wh_6.
-          yield* sql`INSERT INTO domain_events (id, workspace_id, type, intake_bot_id, submission_id, contact_id,
-              created_at, webhook_id, disabled_reason, request_id)
-            SELECT 'evt_' || lpad(i::text, 5, '0'), 'ws_1', 'submission.completed', 'bot_1', 'sub_' || i,
-              CASE WHEN i % 3 = 0 THEN 'ct_' || i END, now() - i * interval '4 hours', NULL, NULL,
-              CASE WHEN i % 2 = 0 THEN 'req_' || i END
-            FROM generate_series(1, 1100) i`
-          yield* sql`INSERT INTO deliveries (id, webhook_id, event_id, event_type, attempt, trigger, status,
-              response_status, response_body, error, duration_ms, next_retry_at, created_at, due_at, lease_until,
-              claim_token, sent_at)
-            SELECT 'dlv_' || lpad(i::text, 5, '0'), 'wh_' || (i % 6 + 1), 'evt_' || lpad(i::text, 5, '0'),
-              'submission.completed', 1, 'event', CASE WHEN i % 5 = 0 THEN 'failed' ELSE 'succeeded' END,
-              CASE WHEN i % 5 = 0 THEN 500 ELSE 200 END, 'ok ' || i, CASE WHEN i % 5 = 0 THEN 'HTTP 500' END,
-              i % 300, CASE WHEN i % 5 = 0 THEN now() - i * interval '4 hours' + interval '1 minute' END,
-              now() - i * interval '4 hours', NULL, NULL, NULL, now() - i * interval '4 hours'
-            FROM generate_series(1, 1100) i`
-          // Pending: due retries of old events on wh_1..wh_3 (one of them five months old), and
-          // two attempts on wh_4 leased by a dispatcher until an hour from now.
-          yield* sql`INSERT INTO deliveries (id, webhook_id, event_id, event_type, attempt, trigger, status,
-              created_at, due_at, lease_until, claim_token)
-            VALUES
-              ('dlv_p1', 'wh_1', 'evt_00900', 'submission.completed', 2, 'event', 'pending',
-                now() - interval '150 days', now() - interval '1 minute', NULL, NULL),
-              ('dlv_p2', 'wh_2', 'evt_00010', 'submission.completed', 2, 'event', 'pending',
-                now() - interval '1 day', now() - interval '2 minutes', NULL, NULL),
-              ('dlv_p3', 'wh_3', 'evt_00400', 'submission.completed', 2, 'manual', 'pending',
-                now() - interval '60 days', now() - interval '3 minutes', NULL, NULL),
-              ('dlv_l1', 'wh_4', 'evt_00020', 'submission.completed', 2, 'event', 'pending',
-                now() - interval '2 days', now() - interval '5 minutes', now() + interval '1 hour', 'dsp_old'),
-              ('dlv_l2', 'wh_4', 'evt_00700', 'submission.completed', 2, 'event', 'pending',
-                now() - interval '100 days', now() - interval '5 minutes', now() + interval '1 hour', 'dsp_old')`
-          const rows = (table: "deliveries" | "domain_events") =>
-            Effect.map(
-              sql<{ row: string }>`SELECT row_to_json(t)::text AS row FROM ${sql(table)} t ORDER BY id`,
-              (all) => all.map((r) => r.row)
-            )
-          const deliveriesBefore = yield* rows("deliveries")
-          const eventsBefore = yield* rows("domain_events")
-          expect(deliveriesBefore).toHaveLength(1105)
-          const months = yield* sql<{
-            n: number
-          }>`SELECT count(DISTINCT date_trunc('month', created_at))::int AS n
-            FROM deliveries`
-          expect(months[0]!.n).toBeGreaterThanOrEqual(6)
-
-          expect(yield* migrate()).toEqual([17])
-          expect(yield* rows("deliveries")).toEqual(deliveriesBefore)
-          expect(yield* rows("domain_events")).toEqual(eventsBefore)
-          // Each row in its month's partition: none waits in the DEFAULT partitions.
-          for (const table of ["deliveries", "domain_events"]) {
-            const misplaced = yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM ${sql(table)} t
-              WHERE tableoid::regclass::text <> ${table} || '_p' || to_char(created_at AT TIME ZONE 'UTC', 'YYYY_MM')`
-            expect(misplaced[0]!.n).toBe(0)
-          }
-          // The queue goes on: the due retries are claimed, the leased ones are still their dispatcher's.
-          const claimed = yield* Effect.gen(function* () {
-            const repository = yield* DeliveryRepository
-            const deliveries = yield* repository.claimDue(Date.now(), 100, 30_000, "dsp_new")
-            expect(
-              yield* repository.complete({ ...deliveries[0]!, status: "succeeded" }, "dsp_new", null)
-            ).toBe(true)
-            return deliveries.map((d) => d.id).sort()
-          }).pipe(Effect.provide(PgDeliveryRepository), Effect.provideService(SqlClient.SqlClient, sql))
-          expect(claimed).toEqual(["dlv_p1", "dlv_p2", "dlv_p3"])
         }).pipe(Effect.provide(Reactivity.layer))
       ),
     120_000

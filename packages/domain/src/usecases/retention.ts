@@ -3,8 +3,7 @@
  * older than WEBHOOK_RETENTION are purged by a periodic job, in batches, as expired
  * idempotency records are. A pending attempt, and an event with one, stay until delivered
  * or given up. A failed round is logged and tried again at the next: the job never stops
- * the worker. Each round first prepares the history ahead (PostgreSQL's month partitions,
- * docs/history-partitions.md), where whole months past the retention are also dropped at once.
+ * the worker.
  */
 import { Clock, Duration, Effect, Layer, Schedule } from "effect"
 import { DeliveryRepository } from "../ports.js"
@@ -20,13 +19,6 @@ export const purgeDeliveryHistory = (batchSize: number = RETENTION_PURGE_BATCH) 
     const settings = yield* DeliverySettings
     const repository = yield* DeliveryRepository
     const now = yield* Clock.currentTimeMillis
-    // The months ahead first (docs/history-partitions.md): their rows then never wait in
-    // the store's catch-all. Its failure does not keep the purge from running.
-    yield* repository
-      .prepareHistory(now)
-      .pipe(
-        Effect.catchAll((error) => Effect.logWarning("delivery history: months ahead not prepared", error))
-      )
     const purged = yield* repository.purgeOlderThan(now - settings.retentionMs, batchSize)
     if (purged.deliveries > 0 || purged.events > 0)
       yield* Effect.logInfo({ message: "purged delivery history past its retention", ...purged })
