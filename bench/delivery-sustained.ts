@@ -23,6 +23,7 @@ import http from "node:http"
 import type { AddressInfo } from "node:net"
 import { createServer } from "node:net"
 import { join } from "node:path"
+import { withDatabase } from "@intake/postgres/testing"
 import { cpuMicros } from "./process-cpu.js"
 
 const RATE = Number(process.env.BENCH_SUSTAINED_RATE ?? 200)
@@ -103,12 +104,6 @@ const psql = (url: string, sql: string) =>
   execFileSync("psql", [url, "-Atqc", sql], { encoding: "utf8" })
     .split("\n")
     .filter((line) => line.trim() !== "")
-
-const withDatabase = (url: string, name: string) => {
-  const parsed = new URL(url)
-  parsed.pathname = `/${name}`
-  return parsed.toString()
-}
 
 const percentile = (sorted: ReadonlyArray<number>, p: number) =>
   sorted.length === 0
