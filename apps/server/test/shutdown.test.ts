@@ -67,9 +67,14 @@ const knockUntilRefused = (port: number) =>
       socket.on("data", (chunk: Buffer) => {
         received += chunk.toString("latin1")
       })
-      socket.on("error", () => {})
+      // A connection the kernel took into the listen backlog but the server never accepted is
+      // reset when the listener closes: for the client, a refusal, not a lost request.
+      let reset = false
+      socket.on("error", (error: NodeJS.ErrnoException) => {
+        if (error.code === "ECONNRESET" && received === "") reset = true
+      })
       socket.once("close", () => {
-        if (!accepted) return resolve({ answered, lost })
+        if (!accepted || reset) return resolve({ answered, lost })
         if (received.startsWith("HTTP/1.1 200")) answered++
         else lost++
         knock()
