@@ -8,7 +8,8 @@
  * the workspaces at BENCH_SUSTAINED_RATE (200) a second for BENCH_SUSTAINED_SECONDS (30),
  * after a warm-up of BENCH_SUSTAINED_WARMUP (5) seconds at the same rate that is not
  * measured. REDIS_URL, when set, is passed to the server; BENCH_WORKERS (0) adds worker
- * processes (apps/worker) beside the server's own dispatcher.
+ * processes (apps/worker) beside the server's own dispatcher. BENCH_CPU_PROF=DIR writes a V8
+ * CPU profile of the server to DIR when it stops.
  *
  * Prints the creates answered, the deliveries expected and received (and any second one of
  * the same endpoint and event), create-to-receipt latency (the create's 201 to the arrival
@@ -144,7 +145,10 @@ export const runSustained = async () => {
       LOG_LEVEL: "warn",
       WEBHOOK_ALLOW_PRIVATE_NETWORKS: "true"
     }
-    const server = spawn("node", [join(root, "apps/server/dist/main.js")], {
+    // BENCH_CPU_PROF=DIR: a V8 CPU profile of the server, written to DIR when it exits.
+    const profile =
+      process.env.BENCH_CPU_PROF === undefined ? [] : ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`]
+    const server = spawn("node", [...profile, join(root, "apps/server/dist/main.js")], {
       env: { ...env, PORT: String(port) },
       stdio: ["ignore", "inherit", "inherit"]
     })
