@@ -29,7 +29,8 @@ export const parseCorsOrigins = (
 }
 
 const ALLOWED_METHODS = "GET, POST, PATCH, DELETE"
-const ALLOWED_HEADERS = "Authorization, Content-Type, Idempotency-Key"
+// X-Request-Id: a client may name its own request (docs/rules.md, Conventions and envelope).
+const ALLOWED_HEADERS = "Authorization, Content-Type, Idempotency-Key, X-Request-Id"
 /** What a browser script may read of an answer beyond the safelisted headers. */
 const EXPOSED_HEADERS = [
   "X-Request-Id",

@@ -27,7 +27,7 @@ layer(realServer({ corsOrigins: new Set([DOCS]) }), { excludeTestServices: true 
         expect(answer.headers.get("access-control-allow-origin")).toBe(DOCS)
         expect(answer.headers.get("access-control-allow-methods")).toContain("POST")
         expect(answer.headers.get("access-control-allow-headers")?.toLowerCase()).toBe(
-          "authorization, content-type, idempotency-key"
+          "authorization, content-type, idempotency-key, x-request-id"
         )
         expect(answer.headers.get("vary")).toBe("Origin")
         // Another origin is not allowed: the browser refuses, and nothing says otherwise.
