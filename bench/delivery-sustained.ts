@@ -147,7 +147,9 @@ export const runSustained = async () => {
     }
     // BENCH_CPU_PROF=DIR: a V8 CPU profile of the server, written to DIR when it exits.
     const profile =
-      process.env.BENCH_CPU_PROF === undefined ? [] : ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`]
+      process.env.BENCH_CPU_PROF === undefined
+        ? []
+        : ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`]
     const server = spawn("node", [...profile, join(root, "apps/server/dist/main.js")], {
       env: { ...env, PORT: String(port) },
       stdio: ["ignore", "inherit", "inherit"]

@@ -28,6 +28,11 @@ export interface ServerConfig {
   readonly redisUrl: Option.Option<Redacted.Redacted>
   /** REDIS_CLUSTER_NODES: host:port of Redis Cluster nodes, instead of REDIS_URL (empty: none). */
   readonly redisClusterNodes: ReadonlyArray<string>
+  /** REDIS_CLUSTER_PASSWORD and REDIS_CLUSTER_USERNAME: what the cluster's nodes ask for (none: no password). */
+  readonly redisClusterAuth: Option.Option<{
+    readonly username?: string
+    readonly password: Redacted.Redacted
+  }>
   /** REDIS_KEY_PREFIX: before every Redis key and channel, so deployments can share one Redis. */
   readonly redisKeyPrefix: string
   readonly adminToken: Option.Option<Redacted.Redacted>
@@ -191,6 +196,8 @@ const settings = Config.all({
   dataDir: Config.string("INTAKE_DATA_DIR").pipe(Config.withDefault(".data")),
   redisUrl: optionalSecret("REDIS_URL"),
   redisClusterNodes: clusterNodes,
+  redisClusterPassword: optionalSecret("REDIS_CLUSTER_PASSWORD"),
+  redisClusterUsername: Config.option(Config.nonEmptyString("REDIS_CLUSTER_USERNAME")),
   redisKeyPrefix: Config.string("REDIS_KEY_PREFIX").pipe(Config.withDefault("intake:")),
   adminToken: optionalSecret("INTAKE_ADMIN_TOKEN"),
   metricsToken: metricsTokenConfig,
@@ -225,21 +232,40 @@ const settings = Config.all({
 })
 
 export const serverConfig: Config.Config<ServerConfig> = settings.pipe(
-  Config.mapOrFail(({ database, ...config }) =>
-    Option.isSome(config.redisUrl) && config.redisClusterNodes.length > 0
-      ? Either.left(
-          ConfigError.InvalidData(
-            ["REDIS_CLUSTER_NODES"],
-            "set either REDIS_URL (one Redis) or REDIS_CLUSTER_NODES (a Redis Cluster), not both"
-          )
+  Config.mapOrFail(({ database, redisClusterPassword, redisClusterUsername, ...config }) => {
+    if (Option.isSome(config.redisUrl) && config.redisClusterNodes.length > 0)
+      return Either.left(
+        ConfigError.InvalidData(
+          ["REDIS_CLUSTER_NODES"],
+          "set either REDIS_URL (one Redis) or REDIS_CLUSTER_NODES (a Redis Cluster), not both"
         )
-      : Either.right({
-          ...config,
-          databaseUrl: database.url,
-          databasePoolMode: database.poolMode,
-          databaseDirectUrl: database.directUrl
-        })
-  )
+      )
+    // One Redis takes its credentials in REDIS_URL; a password nothing would use is a mistake.
+    if (
+      config.redisClusterNodes.length === 0 &&
+      (Option.isSome(redisClusterPassword) || Option.isSome(redisClusterUsername))
+    )
+      return Either.left(
+        ConfigError.InvalidData(
+          [Option.isSome(redisClusterPassword) ? "REDIS_CLUSTER_PASSWORD" : "REDIS_CLUSTER_USERNAME"],
+          "it is for a Redis Cluster (REDIS_CLUSTER_NODES); one Redis takes its password in REDIS_URL"
+        )
+      )
+    if (Option.isSome(redisClusterUsername) && Option.isNone(redisClusterPassword))
+      return Either.left(
+        ConfigError.InvalidData(["REDIS_CLUSTER_USERNAME"], "needs REDIS_CLUSTER_PASSWORD as well")
+      )
+    return Either.right({
+      ...config,
+      redisClusterAuth: Option.map(redisClusterPassword, (password) => ({
+        ...Option.match(redisClusterUsername, { onNone: () => ({}), onSome: (username) => ({ username }) }),
+        password
+      })),
+      databaseUrl: database.url,
+      databasePoolMode: database.poolMode,
+      databaseDirectUrl: database.directUrl
+    })
+  })
 )
 
 /** One line naming the variable and what is wrong with it. */

@@ -30,6 +30,7 @@ const program = Effect.gen(function* () {
       webhookAllowPrivateNetworks: config.webhookAllowPrivateNetworks,
       redisUrl: config.redisUrl,
       redisClusterNodes: config.redisClusterNodes,
+      redisClusterAuth: config.redisClusterAuth,
       redisKeyPrefix: config.redisKeyPrefix,
       access: { keyCacheTtlMs: Duration.toMillis(config.keyCacheTtl) },
       webhookRetrySchedule: config.webhookRetrySchedule.map(Duration.toMillis),

@@ -44,6 +44,8 @@ export interface RuntimeOptions {
   readonly redisUrl?: Option.Option<Redacted.Redacted>
   /** REDIS_CLUSTER_NODES: the same on a Redis Cluster, in place of REDIS_URL (docs/operations.md, Redis Cluster). */
   readonly redisClusterNodes?: ReadonlyArray<string>
+  /** REDIS_CLUSTER_PASSWORD and REDIS_CLUSTER_USERNAME, when the cluster's nodes ask for them. */
+  readonly redisClusterAuth?: Option.Option<RedisClusterAuth>
   /** Before every Redis key and channel (default "intake:"). */
   readonly redisKeyPrefix?: string
   /** Access settings beyond the domain's defaults (e.g. the key cache TTL). */
@@ -85,12 +87,23 @@ const platformOf = (options: RuntimeOptions) =>
 /** Where Redis is: one server's URL, or some nodes of a cluster. */
 export type RedisTarget =
   | { readonly url: Redacted.Redacted }
-  | { readonly clusterNodes: ReadonlyArray<string> }
+  | { readonly clusterNodes: ReadonlyArray<string>; readonly auth: Option.Option<RedisClusterAuth> }
+
+/** What every node of a Redis Cluster asks for; the password stays redacted until the client is made. */
+export interface RedisClusterAuth {
+  readonly username?: string
+  readonly password: Redacted.Redacted
+}
 
 /** The cluster's nodes when given, else the URL when given, else none. */
-export const redisTargetOf = (options: Pick<RuntimeOptions, "redisUrl" | "redisClusterNodes">) =>
+export const redisTargetOf = (
+  options: Pick<RuntimeOptions, "redisUrl" | "redisClusterNodes" | "redisClusterAuth">
+) =>
   options.redisClusterNodes !== undefined && options.redisClusterNodes.length > 0
-    ? Option.some<RedisTarget>({ clusterNodes: options.redisClusterNodes })
+    ? Option.some<RedisTarget>({
+        clusterNodes: options.redisClusterNodes,
+        auth: options.redisClusterAuth ?? Option.none()
+      })
     : Option.map(options.redisUrl ?? Option.none(), (url): RedisTarget => ({ url }))
 
 /**
@@ -118,7 +131,16 @@ export const withSharedAccessState = <A, E, R>(
             RedisLive({
               ...("url" in target
                 ? { url: Redacted.value(target.url) }
-                : { url: "", clusterNodes: target.clusterNodes }),
+                : {
+                    url: "",
+                    clusterNodes: target.clusterNodes,
+                    ...Option.match(target.auth, {
+                      onNone: () => ({}),
+                      onSome: ({ password, ...rest }) => ({
+                        clusterAuth: { ...rest, password: Redacted.value(password) }
+                      })
+                    })
+                  }),
               ...(keyPrefix === undefined ? {} : { keyPrefix })
             })
           )

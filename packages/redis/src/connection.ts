@@ -27,6 +27,11 @@ export interface RedisSettings {
    * Cluster).
    */
   readonly clusterNodes?: ReadonlyArray<string>
+  /**
+   * The credentials every node of the cluster asks for (REDIS_CLUSTER_PASSWORD and
+   * REDIS_CLUSTER_USERNAME: `requirepass`, or an ACL user); one Redis takes them in its URL.
+   */
+  readonly clusterAuth?: { readonly username?: string; readonly password: string }
   /** Put before every key and channel name, so several deployments (or test runs) share one Redis. */
   readonly keyPrefix: string
   /** A command not answered by then fails (the domain treats the limiter as down); each adapter bounds its own wait by it. */
@@ -79,7 +84,11 @@ const optionsOf = (settings: RedisSettings): RedisOptions => ({
  * A redirection (MOVED, ASK: a failover, a resharding) is followed at once.
  */
 const openCluster = (settings: RedisSettings, nodes: ReadonlyArray<string>, overrides: RedisOptions) => {
-  const { enableOfflineQueue, ...redisOptions } = { ...optionsOf(settings), ...overrides }
+  const { enableOfflineQueue, ...redisOptions } = {
+    ...optionsOf(settings),
+    ...settings.clusterAuth,
+    ...overrides
+  }
   return new Cluster([...nodes], {
     redisOptions,
     enableOfflineQueue: enableOfflineQueue ?? false,

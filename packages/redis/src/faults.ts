@@ -20,15 +20,19 @@ const REASONS: Readonly<Record<string, string>> = {
     "Redis answered MOVED: it is a node of a Redis Cluster; list the cluster's nodes in REDIS_CLUSTER_NODES instead of REDIS_URL",
   ASK: "Redis answered ASK: it is a node of a Redis Cluster; list the cluster's nodes in REDIS_CLUSTER_NODES instead of REDIS_URL",
   WRONGTYPE: "a rate-limit key holds another type of value: something else writes under REDIS_KEY_PREFIX",
-  NOAUTH: "Redis requires a password: give it in REDIS_URL",
-  WRONGPASS: "Redis refused the user or password of REDIS_URL",
-  NOPERM: "the Redis user of REDIS_URL may not run the commands Intake needs",
+  NOAUTH: "Redis requires a password: give it in REDIS_URL (one Redis) or REDIS_CLUSTER_PASSWORD (a cluster)",
+  WRONGPASS:
+    "Redis refused the user or password of REDIS_URL (one Redis) or REDIS_CLUSTER_USERNAME and REDIS_CLUSTER_PASSWORD (a cluster)",
+  NOPERM: "the Redis user of REDIS_URL or REDIS_CLUSTER_USERNAME may not run the commands Intake needs",
   NOSCRIPT: "Redis lost the rate-limit script and reloading it did not help"
 }
 
 /** The first word of an error reply ("MOVED 3999 10.0.0.1:6379" → "MOVED"). */
 const replyCode = (error: unknown): string | undefined => {
   if (!(error instanceof Error)) return undefined
+  // A cluster client that could learn no node's slots (ClusterAllFailedError) carries the
+  // last node's answer: a refused password shows there, not in its own message.
+  if ("lastNodeError" in error && error.lastNodeError !== undefined) return replyCode(error.lastNodeError)
   // ioredis's ReplyError (the parser's); a connection's own failures are plain Errors.
   if (error.name !== "ReplyError") return undefined
   return /^[A-Z][A-Z_-]*/.exec(error.message)?.[0] ?? "ERR"

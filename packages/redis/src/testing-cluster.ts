@@ -29,10 +29,21 @@ export const withRedisCluster = (name: string, suite: () => void) => {
 
 /** redis-cli's answer, trimmed; fails with its error output. */
 export const redisCli = (port: number, ...args: ReadonlyArray<string>) =>
+  authenticatedCli(undefined, port, ...args)
+
+/** redis-cli with the nodes' password, when they ask for one. */
+const authenticatedCli = (password: string | undefined, port: number, ...args: ReadonlyArray<string>) =>
   Effect.async<string, Error>((resume) => {
     execFile(
       "redis-cli",
-      ["-h", "127.0.0.1", "-p", String(port), ...args],
+      [
+        "-h",
+        "127.0.0.1",
+        "-p",
+        String(port),
+        ...(password === undefined ? [] : ["-a", password, "--no-auth-warning"]),
+        ...args
+      ],
       { timeout: 30_000 },
       (error, stdout, stderr) =>
         resume(
@@ -73,9 +84,6 @@ export const waitUntil = (what: string, check: Effect.Effect<boolean>, withinMs 
     Effect.asVoid
   )
 
-const answers = (port: number, ...args: ReadonlyArray<string>) =>
-  Effect.orElseSucceed(redisCli(port, ...args), () => "")
-
 export interface RedisCluster {
   readonly ports: ReadonlyArray<number>
   /** REDIS_CLUSTER_NODES for it. */
@@ -89,101 +97,121 @@ export interface RedisCluster {
   readonly failover: (key: string) => Effect.Effect<{ readonly master: number; readonly replica: number }>
 }
 
-const clusterIsOk = (ports: ReadonlyArray<number>) =>
-  Effect.map(
-    Effect.forEach(ports, (port) => answers(port, "CLUSTER", "INFO")),
-    (infos) => infos.every((info) => info.includes("cluster_state:ok"))
-  )
+export interface RedisClusterOptions {
+  /** Every node asks for it (`requirepass`), and replicas give it to their master (`masterauth`). */
+  readonly password?: string
+}
 
-/** Starts the cluster for the scope; every process is killed and every directory removed when it closes. */
-export const startRedisCluster = Effect.gen(function* () {
-  const ports = yield* freePorts
-  yield* Effect.forEach(ports, (port) =>
-    Effect.gen(function* () {
-      const dir = yield* temporaryDirectory("intake-redis-cluster-")
-      yield* Effect.acquireRelease(
-        Effect.sync(() =>
-          spawn(
-            "redis-server",
-            [
-              "--port",
-              String(port),
-              "--bind",
-              "127.0.0.1",
-              "--dir",
-              dir,
-              "--cluster-enabled",
-              "yes",
-              "--cluster-config-file",
-              "nodes.conf",
-              "--cluster-node-timeout",
-              "2000",
-              "--save",
-              "",
-              "--appendonly",
-              "no"
-            ],
-            { stdio: "ignore" }
-          )
-        ),
-        (child: ChildProcess) =>
-          Effect.async<void>((resume) => {
-            if (child.exitCode !== null || child.signalCode !== null) return resume(Effect.void)
-            child.once("exit", () => resume(Effect.void))
-            child.kill("SIGKILL")
-          })
+/**
+ * Starts the cluster for the scope; every process is killed and every directory removed when
+ * it closes.
+ */
+export const startRedisClusterWith = (options: RedisClusterOptions) =>
+  Effect.gen(function* () {
+    const cli = (port: number, ...args: ReadonlyArray<string>) =>
+      authenticatedCli(options.password, port, ...args)
+    const answers = (port: number, ...args: ReadonlyArray<string>) =>
+      Effect.orElseSucceed(cli(port, ...args), () => "")
+    const clusterIsOk = (ports: ReadonlyArray<number>) =>
+      Effect.map(
+        Effect.forEach(ports, (port) => answers(port, "CLUSTER", "INFO")),
+        (infos) => infos.every((info) => info.includes("cluster_state:ok"))
       )
-      yield* waitUntil(
-        `redis-server on ${port}`,
-        Effect.map(answers(port, "PING"), (answer) => answer === "PONG")
-      )
-    })
-  )
-  yield* redisCli(
-    ports[0]!,
-    "--cluster",
-    "create",
-    ...ports.map((port) => `127.0.0.1:${port}`),
-    "--cluster-replicas",
-    "1",
-    "--cluster-yes"
-  ).pipe(Effect.orDie)
-  yield* waitUntil("cluster_state:ok on every node", clusterIsOk(ports))
-
-  const shardOf = (key: string) =>
-    Effect.gen(function* () {
-      const slot = Number(yield* answers(ports[0]!, "CLUSTER", "KEYSLOT", key))
-      // CLUSTER NODES: <id> <host:port@bus> <flags> <master id or -> … <slot ranges>
-      const lines = (yield* answers(ports[0]!, "CLUSTER", "NODES")).split("\n").map((line) => line.split(" "))
-      const portOf = (fields: ReadonlyArray<string>) => Number(/:(\d+)@/.exec(fields[1] ?? "")?.[1])
-      const master = lines.find(
-        (fields) =>
-          fields[2]?.includes("master") &&
-          fields.slice(8).some((range) => {
-            const [from, to = from] = range.split("-").map(Number)
-            return from !== undefined && slot >= from && slot <= to!
-          })
-      )
-      const replica = lines.find((fields) => fields[3] === master?.[0])
-      if (master === undefined || replica === undefined)
-        return yield* Effect.dieMessage(`no shard for slot ${slot}`)
-      return { master: portOf(master), replica: portOf(replica) }
-    })
-
-  return {
-    ports,
-    nodes: ports.map((port) => `127.0.0.1:${port}`).join(","),
-    shardOf,
-    failover: (key) =>
+    const ports = yield* freePorts
+    yield* Effect.forEach(ports, (port) =>
       Effect.gen(function* () {
-        const { master, replica } = yield* shardOf(key)
-        yield* redisCli(replica, "CLUSTER", "FAILOVER").pipe(Effect.orDie)
-        const roleIs = (port: number, role: string) =>
-          Effect.map(answers(port, "ROLE"), (answer) => answer.split("\n")[0] === role)
-        yield* waitUntil("the replica promoted", roleIs(replica, "master"))
-        yield* waitUntil("the old master demoted", roleIs(master, "slave"))
-        yield* waitUntil("cluster_state:ok on every node", clusterIsOk(ports))
-        return { master: replica, replica: master }
+        const dir = yield* temporaryDirectory("intake-redis-cluster-")
+        yield* Effect.acquireRelease(
+          Effect.sync(() =>
+            spawn(
+              "redis-server",
+              [
+                "--port",
+                String(port),
+                "--bind",
+                "127.0.0.1",
+                "--dir",
+                dir,
+                "--cluster-enabled",
+                "yes",
+                "--cluster-config-file",
+                "nodes.conf",
+                "--cluster-node-timeout",
+                "2000",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                ...(options.password === undefined
+                  ? []
+                  : ["--requirepass", options.password, "--masterauth", options.password])
+              ],
+              { stdio: "ignore" }
+            )
+          ),
+          (child: ChildProcess) =>
+            Effect.async<void>((resume) => {
+              if (child.exitCode !== null || child.signalCode !== null) return resume(Effect.void)
+              child.once("exit", () => resume(Effect.void))
+              child.kill("SIGKILL")
+            })
+        )
+        yield* waitUntil(
+          `redis-server on ${port}`,
+          Effect.map(answers(port, "PING"), (answer) => answer === "PONG")
+        )
       })
-  } satisfies RedisCluster
-})
+    )
+    yield* cli(
+      ports[0]!,
+      "--cluster",
+      "create",
+      ...ports.map((port) => `127.0.0.1:${port}`),
+      "--cluster-replicas",
+      "1",
+      "--cluster-yes"
+    ).pipe(Effect.orDie)
+    yield* waitUntil("cluster_state:ok on every node", clusterIsOk(ports))
+
+    const shardOf = (key: string) =>
+      Effect.gen(function* () {
+        const slot = Number(yield* answers(ports[0]!, "CLUSTER", "KEYSLOT", key))
+        // CLUSTER NODES: <id> <host:port@bus> <flags> <master id or -> … <slot ranges>
+        const lines = (yield* answers(ports[0]!, "CLUSTER", "NODES"))
+          .split("\n")
+          .map((line) => line.split(" "))
+        const portOf = (fields: ReadonlyArray<string>) => Number(/:(\d+)@/.exec(fields[1] ?? "")?.[1])
+        const master = lines.find(
+          (fields) =>
+            fields[2]?.includes("master") &&
+            fields.slice(8).some((range) => {
+              const [from, to = from] = range.split("-").map(Number)
+              return from !== undefined && slot >= from && slot <= to!
+            })
+        )
+        const replica = lines.find((fields) => fields[3] === master?.[0])
+        if (master === undefined || replica === undefined)
+          return yield* Effect.dieMessage(`no shard for slot ${slot}`)
+        return { master: portOf(master), replica: portOf(replica) }
+      })
+
+    return {
+      ports,
+      nodes: ports.map((port) => `127.0.0.1:${port}`).join(","),
+      shardOf,
+      failover: (key) =>
+        Effect.gen(function* () {
+          const { master, replica } = yield* shardOf(key)
+          yield* cli(replica, "CLUSTER", "FAILOVER").pipe(Effect.orDie)
+          const roleIs = (port: number, role: string) =>
+            Effect.map(answers(port, "ROLE"), (answer) => answer.split("\n")[0] === role)
+          yield* waitUntil("the replica promoted", roleIs(replica, "master"))
+          yield* waitUntil("the old master demoted", roleIs(master, "slave"))
+          yield* waitUntil("cluster_state:ok on every node", clusterIsOk(ports))
+          return { master: replica, replica: master }
+        })
+    } satisfies RedisCluster
+  })
+
+/** A cluster whose nodes ask for no password. */
+export const startRedisCluster = startRedisClusterWith({})

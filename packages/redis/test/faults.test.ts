@@ -18,6 +18,11 @@ it("error replies are faults, except the transient ones; connection failures and
   expect(configurationFault(reply("NOAUTH Authentication required."))).toBe("NOAUTH")
   expect(configurationFault(reply("WRONGPASS invalid username-password pair"))).toBe("WRONGPASS")
   expect(configurationFault(reply("NOSCRIPT No matching script."))).toBe("NOSCRIPT")
+  // A cluster client that learnt no slots says so in its own words, the node's reply beneath.
+  const slotsFailed = Object.assign(new Error("Failed to refresh slots cache."), {
+    lastNodeError: reply("NOAUTH Authentication required.")
+  })
+  expect(configurationFault(slotsFailed)).toBe("NOAUTH")
   for (const transient of [
     "LOADING Redis is loading",
     "CLUSTERDOWN The cluster is down",
