@@ -277,7 +277,7 @@ export const testWebhook = HttpApiEndpoint.post("testWebhook", "/v1/webhooks/:id
   .annotate(OpenApi.Summary, "Send a test event")
   .annotate(
     OpenApi.Description,
-    "Queues a `webhook.test` event to this endpoint and answers the delivery record; its attempts appear in the delivery log."
+    "Sends a `webhook.test` event to this endpoint at once, whatever its status, and answers the finished attempt; it appears in the delivery log."
   )
   .setPath(IdPath)
   .setHeaders(IdempotencyHeaders)

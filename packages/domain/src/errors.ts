@@ -141,8 +141,9 @@ export const errorCatalog = {
       })
     },
     description:
-      "Too many requests for this key; retry after `retry_after` seconds (also the Retry-After header).",
-    meaning: "too many requests for this key (`details: { retry_after }`)",
+      "Too many requests: the key's rate limit, the client address's limit on failed authentication, or a server shedding load; retry after `retry_after` seconds (also the Retry-After header).",
+    meaning:
+      "too many requests: the key's limit, the address's limit before a key is valid, or load shedding (`details: { retry_after }`)",
     remedy:
       "Wait `Retry-After` seconds (the same number as `details.retry_after`), then send it again. Pace your requests with `X-RateLimit-Remaining` to avoid it."
   },
