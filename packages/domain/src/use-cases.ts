@@ -1,8 +1,8 @@
 import { Layer } from "effect"
 import { type AccessSettings, makeAccessLayer } from "./access/access.js"
 import { IdempotencyLive } from "./access/idempotency.js"
-import { IntakeBotsLive } from "./submissions/intake-bots.js"
 import { ProvisioningLive } from "./access/provisioning.js"
+import { IntakeBotsLive } from "./submissions/intake-bots.js"
 import { SubmissionsLive } from "./submissions/submissions.js"
 import { WebhooksLive } from "./webhooks/webhooks.js"
 

@@ -16,6 +16,8 @@ import {
   WorkspaceArchived
 } from "../shared/errors.js"
 import type { ApiKey, EpochMillis, Workspace } from "../shared/models.js"
+import { Crypto } from "../shared/ports.js"
+import { Access, type Principal } from "../shared/services.js"
 import * as ApiKeyFormat from "./api-key.js"
 import {
   ANONYMOUS_REQUESTS_PER_MINUTE,
@@ -23,17 +25,15 @@ import {
   RATE_LIMIT_WINDOW_MS,
   requestsPerMinute
 } from "./plans.js"
-import { checkScope } from "./scopes.js"
 import {
   AccessInvalidation,
   type AccessInvalidationEvent,
   ApiKeyRepository,
-  Crypto,
   type RateLimitDecision,
   RateLimiter,
   WorkspaceRepository
-} from "../shared/ports.js"
-import { Access, type Principal } from "../shared/services.js"
+} from "./ports.js"
+import { checkScope } from "./scopes.js"
 
 export interface AccessSettings {
   /** How long a looked-up key is trusted without asking the repository again (capped at 60 s). */

@@ -14,19 +14,18 @@
  * of the key (runOutsideTransaction).
  */
 import { Cause, Clock, Data, Effect, Exit, FiberRef, Layer, Option } from "effect"
-import { IdempotencyConflict, StorageUnavailable } from "../shared/errors.js"
 import { canonicalJson } from "../shared/canonical-json.js"
+import { IdempotencyConflict, StorageUnavailable } from "../shared/errors.js"
+import { CurrentLastSteps } from "../shared/last-steps.js"
+import { Crypto, UnitOfWork } from "../shared/ports.js"
+import { Idempotency, type IdempotentOutcome } from "../shared/services.js"
 import {
-  Crypto,
   type IdempotencyClaim,
   IdempotencyClaimNotFresh,
   IdempotencyRecordExists,
   IdempotencyStore,
-  type StoredResponse,
-  UnitOfWork
-} from "../shared/ports.js"
-import { CurrentLastSteps } from "../shared/last-steps.js"
-import { Idempotency, type IdempotentOutcome } from "../shared/services.js"
+  type StoredResponse
+} from "./ports.js"
 
 export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000
 

@@ -5,7 +5,7 @@
  * knocking does not lock itself out for longer.
  */
 import type { EpochMillis } from "../shared/models.js"
-import type { RateLimitDecision } from "../shared/ports.js"
+import type { RateLimitDecision } from "./ports.js"
 
 /** Whole seconds until `resetAt`, rounded up, at least 1 (for Retry-After). */
 export const retryAfterSeconds = (resetAt: EpochMillis, now: EpochMillis): number =>

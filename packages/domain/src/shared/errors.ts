@@ -7,8 +7,8 @@
  * `remedy`. A new code is one entry here and one class below.
  */
 import { type Cause, Schema } from "effect"
-import { Scope } from "./models.js"
 import { cutText } from "./cut-text.js"
+import { Scope } from "./models.js"
 
 /** What a v1 404 names (the outermost missing resource, or `route`). */
 export const PublicResourceKind = Schema.Literal("intake_bot", "submission", "webhook", "delivery", "route")

@@ -4,9 +4,10 @@
  * position, created_after / created_before inclusive. The filters and the cursor
  * compose: a page of a filtered list is the filtered list's page.
  */
+
+import { isAfter, newestFirst } from "./cursor.js"
 import type { ValidationIssue } from "./errors.js"
 import type { CreatedRange, EpochMillis, ListPosition, Page, PageRequest } from "./models.js"
-import { isAfter, newestFirst } from "./cursor.js"
 
 export const noRange: CreatedRange = { createdAfter: null, createdBefore: null }
 

@@ -1,8 +1,8 @@
 /** What every list use case does with a cursor: decode it against its list, and make the next one. */
 import { Effect } from "effect"
+import * as Cursor from "./cursor.js"
 import type { ValidationFailed } from "./errors.js"
 import type { ListPosition, Page, PageRequest } from "./models.js"
-import * as Cursor from "./cursor.js"
 import type { Crypto } from "./ports.js"
 import type { Listed, ListQuery } from "./services.js"
 

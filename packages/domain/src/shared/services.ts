@@ -3,6 +3,10 @@
  * per area; the HTTP layer depends only on these shapes.
  */
 import { Context, type Effect, type Option, type Redacted } from "effect"
+import type { RateLimitDecision, StoredResponse } from "../access/ports.js"
+import type { SummaryUnavailable } from "../summaries/ports.js"
+import type { WebhookPayload } from "../webhooks/event-payloads.js"
+import type { ClaimedAttempts, DispatchSources } from "../webhooks/ports.js"
 import type {
   AuthenticationRequired,
   Conflict,
@@ -36,14 +40,6 @@ import type {
   Workspace,
   WorkspaceStatus
 } from "./models.js"
-import type { WebhookPayload } from "../webhooks/event-payloads.js"
-import type {
-  ClaimedAttempts,
-  DispatchSources,
-  RateLimitDecision,
-  StoredResponse,
-  SummaryUnavailable
-} from "./ports.js"
 
 // ---------------------------------------------------------------- shared shapes
 

@@ -4,7 +4,7 @@
  * attempts. Every store applies it (memory, and PostgreSQL where the attempts are queued).
  */
 import type { DomainEvent } from "../shared/models.js"
-import type { QueuedDeliveries } from "../shared/ports.js"
+import type { QueuedDeliveries } from "./ports.js"
 
 export const eventsForContact = (
   events: ReadonlyArray<DomainEvent>,

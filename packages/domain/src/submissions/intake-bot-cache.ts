@@ -7,9 +7,10 @@
  * version) read the bot as stored.
  */
 import { Clock, Context, Effect, Layer, Option } from "effect"
+import { AccessInvalidation } from "../access/ports.js"
 import type { StorageUnavailable } from "../shared/errors.js"
 import type { EpochMillis, IntakeBot } from "../shared/models.js"
-import { AccessInvalidation, IntakeBotRepository } from "../shared/ports.js"
+import { IntakeBotRepository } from "./ports.js"
 
 export const BOT_CACHE_TTL_MS = 60_000
 /** Entries beyond this evict the oldest, so reads of many bots cannot grow the cache. */

@@ -1,13 +1,20 @@
 /** The IntakeBots use cases: workspace-scoped reads for the API, create and update for operators. */
 import { Clock, Effect, Either, Layer, Option } from "effect"
+import { WorkspaceRepository } from "../access/ports.js"
 import { invalid, notFound, type ValidationIssue } from "../shared/errors.js"
-import { type BotStatus, BotStatus as BotStatusSchema, type IntakeBot, type SchemaField } from "../shared/models.js"
-import { schemaChanged, validateSchema } from "./bot-schema.js"
-import { generateSlug } from "./share-slug.js"
-import { Crypto, Ids, IntakeBotRepository, UnitOfWork, WorkspaceRepository } from "../shared/ports.js"
-import { IntakeBotCache, IntakeBotCacheLive } from "./intake-bot-cache.js"
 import { listed, pageRequest } from "../shared/lists.js"
+import {
+  type BotStatus,
+  BotStatus as BotStatusSchema,
+  type IntakeBot,
+  type SchemaField
+} from "../shared/models.js"
+import { Crypto, Ids, UnitOfWork } from "../shared/ports.js"
 import { type IntakeBotChanges, IntakeBots } from "../shared/services.js"
+import { schemaChanged, validateSchema } from "./bot-schema.js"
+import { IntakeBotCache, IntakeBotCacheLive } from "./intake-bot-cache.js"
+import { IntakeBotRepository } from "./ports.js"
+import { generateSlug } from "./share-slug.js"
 
 export const MAX_BOT_NAME_LENGTH = 200
 export const MAX_BOT_DESCRIPTION_LENGTH = 2_000

@@ -9,6 +9,7 @@
  * is ever asked on this path.
  */
 import { Clock, Effect, Either, Layer, Option } from "effect"
+import { deliveriesWithheld, monthlySubmissionQuota } from "../access/plans.js"
 import {
   Conflict,
   invalid,
@@ -17,6 +18,9 @@ import {
   type ValidationIssue,
   withIssues
 } from "../shared/errors.js"
+import { isEmptyValue, ownValue, type SubmissionData, validateData } from "../shared/field-values.js"
+import { lastInUnitOfWork } from "../shared/last-steps.js"
+import { listed, pageRequest } from "../shared/lists.js"
 import {
   type Contact,
   type Delivery,
@@ -26,32 +30,23 @@ import {
   MessageRole,
   type Submission
 } from "../shared/models.js"
-import { isEmptyValue, ownValue, type SubmissionData, validateData } from "../shared/field-values.js"
 import { periodOf } from "../shared/period.js"
-import { deliveriesWithheld, monthlySubmissionQuota } from "../access/plans.js"
+import { Crypto, Ids, UnitOfWork } from "../shared/ports.js"
+import { type CreatedSubmission, type NewSubmission, Submissions } from "../shared/services.js"
+import { Summarizer, SummaryJobRepository, SummaryWakeups } from "../summaries/ports.js"
 import { summarize } from "../summaries/summary.js"
+import { SummarySettings } from "../summaries/summary-settings.js"
+import { pendingAttemptsFor, skippedAttemptsFor } from "../webhooks/deliveries.js"
+import { DeliveryRepository, DeliveryWakeups } from "../webhooks/ports.js"
+import { IntakeBotCache, IntakeBotCacheLive } from "./intake-bot-cache.js"
 import {
   ContactRepository,
-  Crypto,
-  DeliveryRepository,
-  DeliveryWakeups,
   EventOutbox,
-  Ids,
   IntakeBotRepository,
   type IntakeTarget,
   type QueuedDeliveries,
-  SubmissionRepository,
-  Summarizer,
-  SummaryJobRepository,
-  SummaryWakeups,
-  UnitOfWork
-} from "../shared/ports.js"
-import { pendingAttemptsFor, skippedAttemptsFor } from "../webhooks/deliveries.js"
-import { IntakeBotCache, IntakeBotCacheLive } from "./intake-bot-cache.js"
-import { lastInUnitOfWork } from "../shared/last-steps.js"
-import { listed, pageRequest } from "../shared/lists.js"
-import { type CreatedSubmission, type NewSubmission, Submissions } from "../shared/services.js"
-import { SummarySettings } from "../summaries/summary-settings.js"
+  SubmissionRepository
+} from "./ports.js"
 
 export const MAX_MESSAGES = 1_000
 export const MAX_MESSAGE_LENGTH = 100_000

@@ -3,7 +3,7 @@
  * with the submission given as data and never as instructions; and what of its answer
  * may be stored, since that answer is untrusted text.
  */
-import type { SummaryInput } from "../shared/ports.js"
+import type { SummaryInput } from "./ports.js"
 import { labelledValues, MAX_SUMMARY_LENGTH, truncate } from "./summary.js"
 
 /** How much of one field value, and of the whole conversation, the model is shown. */

@@ -9,18 +9,12 @@
 import { Clock, Data, Duration, Effect, Either, Layer, Option } from "effect"
 import type { StorageUnavailable } from "../shared/errors.js"
 import type { SummaryJob } from "../shared/models.js"
-import { sanitizeModelSummary } from "./model-summary.js"
-import {
-  DeliveryRepository,
-  DeliveryWakeups,
-  IntakeBotRepository,
-  SubmissionRepository,
-  Summarizer,
-  SummaryJobRepository,
-  SummaryUnavailable,
-  UnitOfWork
-} from "../shared/ports.js"
+import { UnitOfWork } from "../shared/ports.js"
 import { SummaryJobs } from "../shared/services.js"
+import { IntakeBotRepository, SubmissionRepository } from "../submissions/ports.js"
+import { DeliveryRepository, DeliveryWakeups } from "../webhooks/ports.js"
+import { sanitizeModelSummary } from "./model-summary.js"
+import { Summarizer, SummaryJobRepository, SummaryUnavailable } from "./ports.js"
 import { SummarySettings } from "./summary-settings.js"
 
 class LostClaim extends Data.TaggedError("LostClaim") {}

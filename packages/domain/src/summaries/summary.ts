@@ -4,9 +4,10 @@
  * text on one line, at most 280 characters. Deterministic, so a replay or a test can
  * predict it.
  */
-import type { SchemaField } from "../shared/models.js"
+
 import { cutText } from "../shared/cut-text.js"
 import { ownValue } from "../shared/field-values.js"
+import type { SchemaField } from "../shared/models.js"
 
 export const MAX_SUMMARY_LENGTH = 280
 

@@ -6,7 +6,11 @@
  * send a test event or redeliver one at once; list an endpoint's attempts.
  */
 import { Clock, Data, Duration, Effect, Either, Layer, Option, Schedule } from "effect"
+import { deliveriesWithheld } from "../access/plans.js"
+import { WorkspaceRepository } from "../access/ports.js"
 import { Conflict, invalid, notFound, type StorageUnavailable } from "../shared/errors.js"
+import { invertedRangeIssues } from "../shared/list-query.js"
+import { listed, pageRequest } from "../shared/lists.js"
 import type {
   Delivery,
   DomainEvent,
@@ -15,7 +19,16 @@ import type {
   WebhookDisabledReason,
   WebhookEndpoint
 } from "../shared/models.js"
+import { Crypto, Ids, UnitOfWork } from "../shared/ports.js"
+import { type AttemptMade, Deliveries, type PreparedAttempt, type SendResult } from "../shared/services.js"
+import {
+  ContactRepository,
+  EventOutbox,
+  IntakeBotRepository,
+  SubmissionRepository
+} from "../submissions/ports.js"
 import { sendSpacingMs } from "./delivery-isolation.js"
+import { DeliverySettings, sendWindowMs } from "./delivery-settings.js"
 import { afterAttempt, disabledBy } from "./endpoint-health.js"
 import {
   contactCreatedPayload,
@@ -27,33 +40,20 @@ import {
   webhookDisabledEvent,
   webhookDisabledPayload
 } from "./event-payloads.js"
-import { invertedRangeIssues } from "../shared/list-query.js"
-import { deliveriesWithheld } from "../access/plans.js"
-import { retryAfterMillis, retryDelay } from "./retry-schedule.js"
-import { signatureHeaders } from "./standard-webhooks.js"
-import { signingSecrets } from "./webhook-secret.js"
 import {
   AddressResolver,
   type AttemptOutcome,
-  ContactRepository,
-  Crypto,
   DeliveryRepository,
   DeliveryWakeups,
   type DispatchSources,
-  EventOutbox,
   type FinishedAttempt,
-  Ids,
-  IntakeBotRepository,
   ReceiverClient,
-  SubmissionRepository,
-  UnitOfWork,
-  WebhookRepository,
-  WorkspaceRepository
-} from "../shared/ports.js"
-import { DeliverySettings, sendWindowMs } from "./delivery-settings.js"
-import { listed, pageRequest } from "../shared/lists.js"
+  WebhookRepository
+} from "./ports.js"
 import { verifyReceiverUrl } from "./receiver-address.js"
-import { type AttemptMade, Deliveries, type PreparedAttempt, type SendResult } from "../shared/services.js"
+import { retryAfterMillis, retryDelay } from "./retry-schedule.js"
+import { signatureHeaders } from "./standard-webhooks.js"
+import { signingSecrets } from "./webhook-secret.js"
 import { WebhookSettings } from "./webhook-settings.js"
 
 /** The most of a receiver's answer an attempt keeps. */

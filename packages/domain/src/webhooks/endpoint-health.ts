@@ -5,8 +5,8 @@
  * when the streak has lasted WEBHOOK_DISABLE_AFTER (counted from its first failure).
  */
 import type { WebhookDisabledReason, WebhookEndpoint } from "../shared/models.js"
-import type { AttemptOutcome } from "../shared/ports.js"
 import { circuitAfterAttempt, DEFAULT_ISOLATION, type IsolationPolicy } from "./delivery-isolation.js"
+import type { AttemptOutcome } from "./ports.js"
 
 /**
  * Also moves the circuit breaker (policies/delivery-isolation.ts): a success closes it; a

@@ -4,7 +4,14 @@
  * `verifyReceiverUrl` before every delivery (DNS rebinding).
  */
 import { Effect } from "effect"
-import { invalid, type StorageUnavailable, type ValidationFailed, type ValidationIssue } from "../shared/errors.js"
+import {
+  invalid,
+  type StorageUnavailable,
+  type ValidationFailed,
+  type ValidationIssue
+} from "../shared/errors.js"
+import { AddressResolver } from "./ports.js"
+import type { WebhookSettingsValues } from "./webhook-settings.js"
 import {
   checkUrlSyntax,
   forbiddenAddressIssue,
@@ -13,8 +20,6 @@ import {
   type ReceiverTarget,
   unresolvableIssue
 } from "./webhook-url.js"
-import { AddressResolver } from "../shared/ports.js"
-import type { WebhookSettingsValues } from "./webhook-settings.js"
 
 /** The 422 issues of a syntactically valid receiver (none when it may be called). */
 export const receiverAddressIssues = (

@@ -6,8 +6,8 @@
  * the worker.
  */
 import { Clock, Duration, Effect, Layer, Schedule } from "effect"
-import { DeliveryRepository } from "../shared/ports.js"
 import { DeliverySettings } from "./delivery-settings.js"
+import { DeliveryRepository } from "./ports.js"
 
 /** Rows deleted per statement: short statements, no long lock. */
 export const RETENTION_PURGE_BATCH = 1_000

@@ -2,9 +2,10 @@
  * Webhook signing secrets in the Standard Webhooks format: `whsec_` and the base64 of 32
  * random bytes. The HMAC key is the decoded part after the prefix.
  */
+
+import { decodeBase64, encodeBase64 } from "../shared/base64.js"
 import type { ValidationIssue } from "../shared/errors.js"
 import type { WebhookEndpoint } from "../shared/models.js"
-import { decodeBase64, encodeBase64 } from "../shared/base64.js"
 
 export const SECRET_PREFIX = "whsec_"
 export const SECRET_BYTES = 32

@@ -3,11 +3,17 @@
  * dispatcher's (a later piece); what it reuses lives in policies/ and receiver-address.ts.
  */
 import { Clock, Effect, Either, Layer, Option } from "effect"
+import { maxWebhookEndpoints } from "../access/plans.js"
+import { WorkspaceRepository } from "../access/ports.js"
+import * as Cursor from "../shared/cursor.js"
 import { invalid, notFound, type ValidationIssue } from "../shared/errors.js"
 import type { WebhookEndpoint } from "../shared/models.js"
-import * as Cursor from "../shared/cursor.js"
+import { Crypto, Ids, UnitOfWork } from "../shared/ports.js"
+import { Webhooks } from "../shared/services.js"
+import { IntakeBotRepository } from "../submissions/ports.js"
 import { rateLimitIssues } from "./delivery-isolation.js"
-import { maxWebhookEndpoints } from "../access/plans.js"
+import { AddressResolver, WebhookRepository } from "./ports.js"
+import { receiverAddressIssues } from "./receiver-address.js"
 import {
   asEventTypes,
   descriptionIssues,
@@ -15,24 +21,9 @@ import {
   intakeBotIdsIssues,
   patchStatusIssues
 } from "./webhook-events.js"
-import {
-  DEFAULT_GRACE_PERIOD_SECONDS,
-  gracePeriodIssues,
-  newWebhookSecret
-} from "./webhook-secret.js"
-import { checkUrlSyntax } from "./webhook-url.js"
-import {
-  AddressResolver,
-  Crypto,
-  Ids,
-  IntakeBotRepository,
-  UnitOfWork,
-  WebhookRepository,
-  WorkspaceRepository
-} from "../shared/ports.js"
-import { receiverAddressIssues } from "./receiver-address.js"
-import { Webhooks } from "../shared/services.js"
+import { DEFAULT_GRACE_PERIOD_SECONDS, gracePeriodIssues, newWebhookSecret } from "./webhook-secret.js"
 import { WebhookSettings } from "./webhook-settings.js"
+import { checkUrlSyntax } from "./webhook-url.js"
 
 const listName = (workspaceId: string) => `webhooks:${workspaceId}`
 

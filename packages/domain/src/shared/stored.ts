@@ -1,0 +1,5 @@
+import type { Effect } from "effect"
+import type { StorageUnavailable } from "./errors.js"
+
+/** What a port answers: its value, its own failures, or StorageUnavailable (ports.ts). */
+export type Stored<A, E = never> = Effect.Effect<A, E | StorageUnavailable>
