@@ -17,7 +17,6 @@ import {
 } from "../shared/errors.js"
 import type { ApiKey, EpochMillis, Workspace } from "../shared/models.js"
 import { Crypto } from "../shared/ports.js"
-import { Access, type Principal } from "../shared/services.js"
 import * as ApiKeyFormat from "./api-key.js"
 import {
   ANONYMOUS_REQUESTS_PER_MINUTE,
@@ -34,6 +33,7 @@ import {
   WorkspaceRepository
 } from "./ports.js"
 import { checkScope } from "./scopes.js"
+import { Access, type Principal } from "./services.js"
 
 export interface AccessSettings {
   /** How long a looked-up key is trusted without asking the repository again (capped at 60 s). */

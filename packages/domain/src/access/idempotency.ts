@@ -18,7 +18,6 @@ import { canonicalJson } from "../shared/canonical-json.js"
 import { IdempotencyConflict, StorageUnavailable } from "../shared/errors.js"
 import { CurrentLastSteps } from "../shared/last-steps.js"
 import { Crypto, UnitOfWork } from "../shared/ports.js"
-import { Idempotency, type IdempotentOutcome } from "../shared/services.js"
 import {
   type IdempotencyClaim,
   IdempotencyClaimNotFresh,
@@ -26,6 +25,7 @@ import {
   IdempotencyStore,
   type StoredResponse
 } from "./ports.js"
+import { Idempotency, type IdempotentOutcome } from "./services.js"
 
 export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000
 

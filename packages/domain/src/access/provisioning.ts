@@ -7,11 +7,11 @@ import { Clock, Effect, Layer, Option } from "effect"
 import { invalid, notFound, type ValidationIssue } from "../shared/errors.js"
 import { type ApiKey, Plan, type Workspace, WorkspaceStatus } from "../shared/models.js"
 import { Crypto, Ids, UnitOfWork } from "../shared/ports.js"
-import { Provisioning, type WorkspaceChanges } from "../shared/services.js"
 import { generateApiKey } from "./api-key.js"
 import { maxApiKeys } from "./plans.js"
 import { AccessInvalidation, ApiKeyRepository, WorkspaceRepository } from "./ports.js"
 import { scopeIssues } from "./scopes.js"
+import { Provisioning, type WorkspaceChanges } from "./services.js"
 
 export const MAX_WORKSPACE_NAME_LENGTH = 200
 export const MAX_API_KEY_NAME_LENGTH = 200

@@ -1,10 +1,20 @@
-/** What every list use case does with a cursor: decode it against its list, and make the next one. */
+/** What every list use case does with a cursor: decode it against its list, and make the next one; and the shapes of a list request and its answer. */
 import { Effect } from "effect"
 import * as Cursor from "./cursor.js"
 import type { ValidationFailed } from "./errors.js"
 import type { ListPosition, Page, PageRequest } from "./models.js"
 import type { Crypto } from "./ports.js"
-import type { Listed, ListQuery } from "./services.js"
+
+/** A list request as the client sent it: limit already range-checked, cursor still opaque. */
+export interface ListQuery {
+  readonly limit: number
+  readonly cursor: string | null
+}
+
+export interface Listed<A> {
+  readonly items: ReadonlyArray<A>
+  readonly nextCursor: string | null
+}
 
 type CryptoService = typeof Crypto.Service
 

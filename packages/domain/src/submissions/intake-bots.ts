@@ -10,10 +10,10 @@ import {
   type SchemaField
 } from "../shared/models.js"
 import { Crypto, Ids, UnitOfWork } from "../shared/ports.js"
-import { type IntakeBotChanges, IntakeBots } from "../shared/services.js"
 import { schemaChanged, validateSchema } from "./bot-schema.js"
 import { IntakeBotCache, IntakeBotCacheLive } from "./intake-bot-cache.js"
 import { IntakeBotRepository } from "./ports.js"
+import { type IntakeBotChanges, IntakeBots } from "./services.js"
 import { generateSlug } from "./share-slug.js"
 
 export const MAX_BOT_NAME_LENGTH = 200

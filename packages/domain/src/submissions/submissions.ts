@@ -32,7 +32,6 @@ import {
 } from "../shared/models.js"
 import { periodOf } from "../shared/period.js"
 import { Crypto, Ids, UnitOfWork } from "../shared/ports.js"
-import { type CreatedSubmission, type NewSubmission, Submissions } from "../shared/services.js"
 import { Summarizer, SummaryJobRepository, SummaryWakeups } from "../summaries/ports.js"
 import { summarize } from "../summaries/summary.js"
 import { SummarySettings } from "../summaries/summary-settings.js"
@@ -47,6 +46,7 @@ import {
   type QueuedDeliveries,
   SubmissionRepository
 } from "./ports.js"
+import { type CreatedSubmission, type NewSubmission, Submissions } from "./services.js"
 
 export const MAX_MESSAGES = 1_000
 export const MAX_MESSAGE_LENGTH = 100_000

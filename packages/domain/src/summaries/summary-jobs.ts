@@ -10,11 +10,11 @@ import { Clock, Data, Duration, Effect, Either, Layer, Option } from "effect"
 import type { StorageUnavailable } from "../shared/errors.js"
 import type { SummaryJob } from "../shared/models.js"
 import { UnitOfWork } from "../shared/ports.js"
-import { SummaryJobs } from "../shared/services.js"
 import { IntakeBotRepository, SubmissionRepository } from "../submissions/ports.js"
 import { DeliveryRepository, DeliveryWakeups } from "../webhooks/ports.js"
 import { sanitizeModelSummary } from "./model-summary.js"
 import { Summarizer, SummaryJobRepository, SummaryUnavailable } from "./ports.js"
+import { SummaryJobs } from "./services.js"
 import { SummarySettings } from "./summary-settings.js"
 
 class LostClaim extends Data.TaggedError("LostClaim") {}

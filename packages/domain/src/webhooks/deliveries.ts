@@ -20,7 +20,6 @@ import type {
   WebhookEndpoint
 } from "../shared/models.js"
 import { Crypto, Ids, UnitOfWork } from "../shared/ports.js"
-import { type AttemptMade, Deliveries, type PreparedAttempt, type SendResult } from "../shared/services.js"
 import {
   ContactRepository,
   EventOutbox,
@@ -52,6 +51,7 @@ import {
 } from "./ports.js"
 import { verifyReceiverUrl } from "./receiver-address.js"
 import { retryAfterMillis, retryDelay } from "./retry-schedule.js"
+import { type AttemptMade, Deliveries, type PreparedAttempt, type SendResult } from "./services.js"
 import { signatureHeaders } from "./standard-webhooks.js"
 import { signingSecrets } from "./webhook-secret.js"
 import { WebhookSettings } from "./webhook-settings.js"

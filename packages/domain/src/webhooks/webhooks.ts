@@ -9,11 +9,11 @@ import * as Cursor from "../shared/cursor.js"
 import { invalid, notFound, type ValidationIssue } from "../shared/errors.js"
 import type { WebhookEndpoint } from "../shared/models.js"
 import { Crypto, Ids, UnitOfWork } from "../shared/ports.js"
-import { Webhooks } from "../shared/services.js"
 import { IntakeBotRepository } from "../submissions/ports.js"
 import { rateLimitIssues } from "./delivery-isolation.js"
 import { AddressResolver, WebhookRepository } from "./ports.js"
 import { receiverAddressIssues } from "./receiver-address.js"
+import { Webhooks } from "./services.js"
 import {
   asEventTypes,
   descriptionIssues,
