@@ -32,6 +32,12 @@ export * as Summary from "./summaries/summary.js"
 export * from "./summaries/summary-jobs.js"
 export * from "./summaries/summary-settings.js"
 export * from "./use-cases.js"
+export {
+  pendingAttemptsFor,
+  queueDeliveries,
+  RECOVER_BATCH,
+  skippedAttemptsFor
+} from "./webhooks/attempts.js"
 export * from "./webhooks/deliveries.js"
 export * as DeliveryIsolation from "./webhooks/delivery-isolation.js"
 export * from "./webhooks/delivery-settings.js"

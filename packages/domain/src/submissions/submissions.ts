@@ -35,7 +35,7 @@ import { Crypto, Ids, UnitOfWork } from "../shared/ports.js"
 import { Summarizer, SummaryJobRepository, SummaryWakeups } from "../summaries/ports.js"
 import { summarize } from "../summaries/summary.js"
 import { SummarySettings } from "../summaries/summary-settings.js"
-import { pendingAttemptsFor, skippedAttemptsFor } from "../webhooks/deliveries.js"
+import { pendingAttemptsFor, skippedAttemptsFor } from "../webhooks/attempts.js"
 import { DeliveryRepository, DeliveryWakeups } from "../webhooks/ports.js"
 import { IntakeBotCache, IntakeBotCacheLive } from "./intake-bot-cache.js"
 import {

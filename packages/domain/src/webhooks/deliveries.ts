@@ -26,12 +26,12 @@ import {
   IntakeBotRepository,
   SubmissionRepository
 } from "../submissions/ports.js"
+import { pendingAttempt, pendingAttemptsFor, RECOVER_BATCH } from "./attempts.js"
 import { sendSpacingMs } from "./delivery-isolation.js"
 import { DeliverySettings, sendWindowMs } from "./delivery-settings.js"
 import { afterAttempt, disabledBy } from "./endpoint-health.js"
 import {
   contactCreatedPayload,
-  endpointTakes,
   submissionCompletedPayload,
   TEST_EVENT_TYPE,
   testPayload,
@@ -59,88 +59,6 @@ import { WebhookSettings } from "./webhook-settings.js"
 /** The most of a receiver's answer an attempt keeps. */
 export const RESPONSE_BODY_LIMIT = 1024
 export const USER_AGENT = "Intake-Webhooks/1"
-
-/**
- * One pending attempt of each event for every endpoint of `endpoints` that takes it
- * (only ACTIVE endpoints may be given), created at `now`.
- */
-export const pendingAttemptsFor = (
-  events: ReadonlyArray<DomainEvent>,
-  endpoints: ReadonlyArray<WebhookEndpoint>,
-  now: number,
-  ids: Ids["Type"]
-): ReadonlyArray<Delivery> => {
-  const queued: Array<Delivery> = []
-  for (const event of events)
-    for (const endpoint of endpoints)
-      if (endpointTakes(endpoint, event))
-        queued.push(
-          pendingAttempt({
-            id: ids.at("dlv", now),
-            webhookId: endpoint.id,
-            eventId: event.id,
-            eventType: event.type,
-            attempt: 1,
-            trigger: "event",
-            createdAt: now
-          })
-        )
-  return queued
-}
-
-/**
- * One `skipped` attempt of each event for every endpoint of `endpoints` (paused or
- * disabled ones) that takes it: recorded, never sent, never retried; recover queues it again.
- */
-export const skippedAttemptsFor = (
-  events: ReadonlyArray<DomainEvent>,
-  endpoints: ReadonlyArray<WebhookEndpoint>,
-  now: number,
-  ids: Ids["Type"]
-): ReadonlyArray<Delivery> =>
-  pendingAttemptsFor(events, endpoints, now, ids).map((attempt) => {
-    const endpoint = endpoints.find((candidate) => candidate.id === attempt.webhookId)
-    return {
-      ...attempt,
-      status: "skipped" as const,
-      error: `not sent: the webhook is ${endpoint?.status ?? "not active"}`
-    }
-  })
-
-/** Events a recovery reads (and queues) at a time: a long window is queued in batches. */
-export const RECOVER_BATCH = 500
-
-/**
- * Queues one pending attempt of each event for every ACTIVE endpoint that takes it.
- * Called inside the unit of work that records the events, so an event and its attempts
- * commit together. Answers how many attempts were queued.
- */
-export const queueDeliveries = (
-  events: ReadonlyArray<DomainEvent>,
-  now: number
-): Effect.Effect<number, StorageUnavailable, DeliveryRepository | Ids> =>
-  Effect.gen(function* () {
-    if (events.length === 0) return 0
-    const repository = yield* DeliveryRepository
-    const workspaces = [...new Set(events.map((event) => event.workspaceId))]
-    const endpoints = (yield* Effect.forEach(workspaces, repository.activeEndpoints)).flat()
-    const queued = pendingAttemptsFor(events, endpoints, now, yield* Ids)
-    if (queued.length > 0) yield* repository.enqueue(queued, now)
-    return queued.length
-  })
-
-const pendingAttempt = (
-  fields: Pick<Delivery, "id" | "webhookId" | "eventId" | "eventType" | "attempt" | "trigger" | "createdAt">
-): Delivery => ({
-  ...fields,
-  status: "pending",
-  responseStatus: null,
-  responseBody: null,
-  error: null,
-  durationMs: null,
-  nextRetryAt: null,
-  sentAt: null
-})
 
 /**
  * How a claimed attempt rides out a database blip (docs/choices.md, Webhooks): its writes
