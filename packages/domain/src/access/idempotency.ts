@@ -13,10 +13,10 @@
  * calls out (test, redeliver) runs outside any unit of work instead, under a reservation
  * of the key (runOutsideTransaction).
  */
-import { Cause, Clock, Data, Effect, Exit, FiberRef, Layer, Option } from "effect"
+import { Cause, Clock, Data, Effect, Exit, Layer, Option } from "effect"
 import { canonicalJson } from "../shared/canonical-json.js"
 import { IdempotencyConflict, StorageUnavailable } from "../shared/errors.js"
-import { CurrentLastSteps } from "../shared/last-steps.js"
+import { withLastSteps } from "../shared/last-steps.js"
 import { Crypto, UnitOfWork } from "../shared/ports.js"
 import {
   type IdempotencyClaim,
@@ -95,7 +95,7 @@ export const IdempotencyLive = Layer.effect(
 
         /**
          * The operation's outcome: its response stored, then the steps it left for last (a
-         * create's quota reservation: last-steps.ts), so their locks are held for the COMMIT
+         * create's quota reservation: shared/last-steps.ts), so their locks are held for the COMMIT
          * only. A last step that fails fails the operation: the whole unit of work, response
          * included, is undone, and the failure is stored as the operation's own would be.
          */
@@ -137,12 +137,8 @@ export const IdempotencyLive = Layer.effect(
                     lastSteps.push(step)
                   }
                 }
-                // Set for the operation and reset after it (an interrupted one ends its fiber's work).
-                return Effect.flatMap(FiberRef.getAndSet(CurrentLastSteps, taken), (enclosing) =>
-                  Effect.flatMap(Effect.exit(operation), (exit) =>
-                    Effect.zipRight(FiberRef.set(CurrentLastSteps, enclosing), settle(exit, now, lastSteps))
-                  )
-                )
+                // The operation leaves its last steps to this unit of work (shared/last-steps.ts).
+                return withLastSteps(operation, taken, (exit) => settle(exit, now, lastSteps))
               })
             )
           )
