@@ -11,54 +11,27 @@ import { WorkspaceRepository } from "../access/ports.js"
 import { Conflict, invalid, notFound, type StorageUnavailable } from "../shared/errors.js"
 import { invertedRangeIssues } from "../shared/list-query.js"
 import { listed, pageRequest } from "../shared/lists.js"
-import type {
-  Delivery,
-  DomainEvent,
-  ListPosition,
-  RecoverableEvent,
-  WebhookDisabledReason,
-  WebhookEndpoint
-} from "../shared/models.js"
+import type { Delivery, WebhookDisabledReason, WebhookEndpoint } from "../shared/models.js"
 import { Crypto, Ids, UnitOfWork } from "../shared/ports.js"
-import {
-  ContactRepository,
-  EventOutbox,
-  IntakeBotRepository,
-  SubmissionRepository
-} from "../submissions/ports.js"
-import { pendingAttempt, pendingAttemptsFor, RECOVER_BATCH } from "./attempts.js"
+import { EventOutbox } from "../submissions/ports.js"
+import { pendingAttempt, pendingAttemptsFor } from "./attempts.js"
 import { sendSpacingMs } from "./delivery-isolation.js"
 import { DeliverySettings, sendWindowMs } from "./delivery-settings.js"
 import { afterAttempt, disabledBy } from "./endpoint-health.js"
+import { TEST_EVENT_TYPE, testPayload, type WebhookPayload, webhookDisabledEvent } from "./event-payloads.js"
+import { makePayloads } from "./payloads.js"
 import {
-  contactCreatedPayload,
-  submissionCompletedPayload,
-  TEST_EVENT_TYPE,
-  testPayload,
-  type WebhookPayload,
-  webhookDisabledEvent,
-  webhookDisabledPayload
-} from "./event-payloads.js"
-import {
-  AddressResolver,
   type AttemptOutcome,
   DeliveryRepository,
   DeliveryWakeups,
   type DispatchSources,
   type FinishedAttempt,
-  ReceiverClient,
   WebhookRepository
 } from "./ports.js"
-import { verifyReceiverUrl } from "./receiver-address.js"
+import { queueRecoveredAttempts } from "./recovery.js"
 import { retryAfterMillis, retryDelay } from "./retry-schedule.js"
-import { type AttemptMade, Deliveries, type PreparedAttempt, type SendResult } from "./services.js"
-import { signatureHeaders } from "./standard-webhooks.js"
-import { signingSecrets } from "./webhook-secret.js"
-import { WebhookSettings } from "./webhook-settings.js"
-
-/** The most of a receiver's answer an attempt keeps. */
-export const RESPONSE_BODY_LIMIT = 1024
-export const USER_AGENT = "Intake-Webhooks/1"
+import { finishedAttempt, logAttempt, logDisabled, makeSender, outcomeOf } from "./sending.js"
+import { type AttemptMade, Deliveries, type PreparedAttempt } from "./services.js"
 
 /**
  * How a claimed attempt rides out a database blip (docs/choices.md, Webhooks): its writes
@@ -72,9 +45,6 @@ export const STORE_RETRY = Schedule.exponential(Duration.millis(100)).pipe(
 const retriedOnStorage = <A, E extends { readonly _tag: string }, R>(write: Effect.Effect<A, E, R>) =>
   Effect.retry(write, { schedule: STORE_RETRY, while: (error) => error._tag === "StorageUnavailable" })
 
-/** The source of an event is gone: its payload cannot be rebuilt. */
-class SourceGone extends Data.TaggedError("SourceGone")<{ readonly what: string }> {}
-
 /** Claims that ran out while their attempts were under way: another dispatcher owns them now. */
 class LostClaims extends Data.TaggedError("LostClaims")<{ readonly ids: ReadonlyArray<string> }> {}
 
@@ -85,151 +55,19 @@ export const DeliveriesLive = Layer.effect(
     const webhooks = yield* WebhookRepository
     const workspaces = yield* WorkspaceRepository
     const outbox = yield* EventOutbox
-    const submissions = yield* SubmissionRepository
-    const bots = yield* IntakeBotRepository
-    const contacts = yield* ContactRepository
-    const client = yield* ReceiverClient
-    const resolver = yield* AddressResolver
     const crypto = yield* Crypto
     const ids = yield* Ids
     const uow = yield* UnitOfWork
-    const webhookSettings = yield* WebhookSettings
     const settings = yield* DeliverySettings
+
+    const { payloadOf, payloadFromSources } = yield* makePayloads
+    const send = yield* makeSender
 
     const findOwn = (workspaceId: string, webhookId: string) =>
       Effect.flatMap(
         webhooks.findInWorkspace(workspaceId, webhookId),
         Option.match({ onNone: () => Effect.fail(notFound("webhook")), onSome: Effect.succeed })
       )
-
-    const gone = (what: string) => Effect.fail(new SourceGone({ what }))
-
-    /** The payload of an outbox event, rebuilt from its sources as they are now. */
-    const eventPayload = (event: DomainEvent) =>
-      Effect.gen(function* () {
-        if (event.type === "webhook.disabled") {
-          const endpoint =
-            event.webhookId === undefined ? Option.none() : yield* repository.endpoint(event.webhookId)
-          if (Option.isNone(endpoint)) return yield* gone("webhook endpoint")
-          return webhookDisabledPayload(event, endpoint.value) as WebhookPayload
-        }
-        if (event.type === "submission.completed") {
-          const submission = yield* submissions.findInBot(
-            event.workspaceId,
-            event.intakeBotId,
-            event.submissionId
-          )
-          if (Option.isNone(submission)) return yield* gone("submission")
-          const bot = yield* bots.findById(event.intakeBotId)
-          if (Option.isNone(bot)) return yield* gone("intake bot")
-          return submissionCompletedPayload(event, submission.value, bot.value) as WebhookPayload
-        }
-        const contact =
-          event.contactId === null
-            ? Option.none()
-            : yield* contacts.findById(event.workspaceId, event.contactId)
-        if (Option.isNone(contact)) return yield* gone("contact")
-        return contactCreatedPayload(event, contact.value) as WebhookPayload
-      })
-
-    /** The payload of any attempt: a test event is its own source; others come from the outbox. */
-    const payloadOf = (delivery: Delivery) =>
-      Effect.gen(function* () {
-        if (delivery.eventType === TEST_EVENT_TYPE) {
-          const first = (yield* repository.attemptsOf(delivery.webhookId, delivery.eventId))[0] ?? delivery
-          return testPayload(delivery.eventId, delivery.webhookId, first.createdAt) as WebhookPayload
-        }
-        const event = yield* outbox.findById(delivery.eventId)
-        if (Option.isNone(event)) return yield* gone("event")
-        return yield* eventPayload(event.value)
-      })
-
-    /**
-     * Signs and sends; a refused address or an unreachable receiver is a failed attempt, not an
-     * error. `gatedAt`: the moment a rate limit's gate let it start, which is then its `sent_at`
-     * (the gate spaces those, docs/webhooks.md, "How the engine sends").
-     */
-    const send = (endpoint: WebhookEndpoint, payload: WebhookPayload, gatedAt?: number) =>
-      Effect.gen(function* () {
-        const startedAt = gatedAt ?? (yield* Clock.currentTimeMillis)
-        const body = JSON.stringify(payload)
-        // During a rotation's grace period the previous secret signs too (docs/webhooks.md, "Secret rotation").
-        const [secret, ...previous] = signingSecrets(endpoint, startedAt)
-        const headers = {
-          "content-type": "application/json",
-          "user-agent": USER_AGENT,
-          ...signatureHeaders(
-            crypto.hmacSha256,
-            {
-              secret: secret ?? endpoint.secret,
-              messageId: payload.id,
-              timestampSeconds: Math.floor(startedAt / 1000),
-              body
-            },
-            previous
-          )
-        }
-        let sentAt: number | null = null
-        const outcome = yield* verifyReceiverUrl(endpoint.url, webhookSettings).pipe(
-          Effect.provideService(AddressResolver, resolver),
-          Effect.zipRight(Effect.map(Clock.currentTimeMillis, (at) => (sentAt = gatedAt ?? at))),
-          Effect.flatMap(() => client.send({ url: endpoint.url, headers, body })),
-          Effect.either
-        )
-        const durationMs = (yield* Clock.currentTimeMillis) - startedAt
-        if (Either.isLeft(outcome)) {
-          const error = outcome.left
-          const message =
-            error._tag === "ValidationFailed"
-              ? `not sent: the receiver URL ${error.issues.map((issue) => issue.message).join("; ")}`
-              : error._tag === "StorageUnavailable"
-                ? "not sent: the receiver's name could not be resolved"
-                : error.message
-          return {
-            ok: false,
-            responseStatus: null,
-            responseBody: null,
-            error: message,
-            retryAfter: null,
-            durationMs,
-            startedAt,
-            sentAt
-          } satisfies SendResult
-        }
-        const response = outcome.right
-        return {
-          ok: response.status >= 200 && response.status < 300,
-          responseStatus: response.status,
-          responseBody: response.body.slice(0, RESPONSE_BODY_LIMIT),
-          error: null,
-          retryAfter: response.retryAfter,
-          durationMs,
-          startedAt,
-          sentAt
-        } satisfies SendResult
-      })
-
-    const finishedAttempt = (
-      pending: Delivery,
-      result: SendResult,
-      nextRetryAt: number | null
-    ): Delivery => ({
-      ...pending,
-      status: result.ok ? "succeeded" : "failed",
-      responseStatus: result.responseStatus,
-      responseBody: result.responseBody,
-      error: result.error,
-      durationMs: result.durationMs,
-      nextRetryAt,
-      sentAt: result.sentAt
-    })
-
-    const outcomeOf = (result: SendResult): AttemptOutcome => ({
-      ok: result.ok,
-      responseStatus: result.responseStatus,
-      at: result.startedAt,
-      durationMs: result.durationMs
-    })
 
     /**
      * Applies an attempt's outcome to its endpoint, inside the caller's unit of work. When
@@ -259,44 +97,6 @@ export const DeliveriesLive = Layer.effect(
         const queued = pendingAttemptsFor([event], subscribers, at, ids)
         yield* outbox.append([event], { deliveries: queued, dueAt: at })
         return { endpoint, reason, notified: queued.length }
-      })
-
-    /** The one line saying an endpoint was disabled, and why; logged once its unit of work committed. */
-    const logDisabled = (
-      disabled: { endpoint: WebhookEndpoint; reason: WebhookDisabledReason; notified: number } | null
-    ) =>
-      disabled === null
-        ? Effect.void
-        : Effect.logWarning({
-            message: "webhook endpoint disabled",
-            webhookId: disabled.endpoint.id,
-            workspaceId: disabled.endpoint.workspaceId,
-            reason:
-              disabled.reason === "gone"
-                ? "the receiver answered 410 Gone"
-                : "deliveries failed for WEBHOOK_DISABLE_AFTER",
-            notifiedEndpoints: disabled.notified
-          })
-
-    /**
-     * The payload of a claimed attempt from the sources its claim read; the rare kinds whose
-     * sources are not among them (a test event, webhook.disabled) are read as `payloadOf` reads them.
-     */
-    const payloadFromSources = (delivery: Delivery, sources: DispatchSources | undefined) =>
-      Effect.gen(function* () {
-        if (sources === undefined || delivery.eventType === TEST_EVENT_TYPE) return yield* payloadOf(delivery)
-        const event = sources.event
-        if (event === null) return yield* gone("event")
-        if (event.type === "submission.completed") {
-          if (sources.submission === null) return yield* gone("submission")
-          if (sources.bot === null) return yield* gone("intake bot")
-          return submissionCompletedPayload(event, sources.submission, sources.bot) as WebhookPayload
-        }
-        if (event.type === "contact.created") {
-          if (sources.contact === null) return yield* gone("contact")
-          return contactCreatedPayload(event, sources.contact) as WebhookPayload
-        }
-        return yield* eventPayload(event)
       })
 
     /** Send it, or why it is closed unsent: the endpoint gone, paused or disabled, the workspace withheld, the source gone. */
@@ -534,27 +334,6 @@ export const DeliveriesLive = Layer.effect(
       return ((bytes[0]! << 24) | (bytes[1]! << 16) | (bytes[2]! << 8) | bytes[3]!) >>> 0
     }
 
-    /** One log line per attempt made or dropped: ids and outcome, never the secret or the payload. */
-    const logAttempt = (delivery: Delivery, event: DomainEvent | null = null) =>
-      Effect.logInfo({
-        message: "delivery attempt",
-        deliveryId: delivery.id,
-        webhookId: delivery.webhookId,
-        eventId: delivery.eventId,
-        // The submission and the request that raised the event (docs/operations.md, Request
-        // ids); left
-        // undefined, the logger writes the id of the request this runs for (a test send's).
-        submissionId: event?.submissionId ?? null,
-        requestId: event?.requestId,
-        eventType: delivery.eventType,
-        attempt: delivery.attempt,
-        trigger: delivery.trigger,
-        status: delivery.status,
-        responseStatus: delivery.responseStatus,
-        durationMs: delivery.durationMs,
-        ...(delivery.error === null ? {} : { error: delivery.error })
-      })
-
     /**
      * Which step of the retry schedule a failed attempt is at: a recovery starts the schedule
      * again (docs/webhooks.md, Recovery), so its attempts count from the recover attempt.
@@ -621,51 +400,7 @@ export const DeliveriesLive = Layer.effect(
           )
           if (inverted.length > 0) return yield* Effect.fail(invalid(inverted))
           const queued = yield* uow.transaction(
-            Effect.gen(function* () {
-              const locked = yield* Effect.flatMap(
-                repository.lockEndpoint(endpoint.id),
-                Option.match({ onNone: () => Effect.fail(notFound("webhook")), onSome: Effect.succeed })
-              )
-              if (locked.status !== "active")
-                return yield* Effect.fail(
-                  new Conflict({
-                    message: `The webhook is ${locked.status}: set its status to active first, then recover.`
-                  })
-                )
-              // Events from before the endpoint existed were never its to receive.
-              const occurrences = { since: Math.max(window.since, locked.createdAt), until }
-              let after: ListPosition | null = null
-              let count = 0
-              for (let batch = 0; ; batch++) {
-                const found: ReadonlyArray<RecoverableEvent> = yield* repository.recoverableEvents(
-                  locked,
-                  occurrences,
-                  after,
-                  RECOVER_BATCH
-                )
-                if (found.length === 0) break
-                // Ids sorted and each batch due 1 ms after the one before: the queue's order
-                // (due time, then id) is the order of occurrence, so the oldest leaves first.
-                const attemptIds = (yield* Effect.forEach(found, () => ids.next("dlv"))).sort()
-                const attempts = found.map(({ event, attemptsMade }, index) =>
-                  pendingAttempt({
-                    id: attemptIds[index]!,
-                    webhookId: locked.id,
-                    eventId: event.id,
-                    eventType: event.type,
-                    attempt: attemptsMade + 1,
-                    trigger: "recover",
-                    createdAt: now
-                  })
-                )
-                yield* repository.enqueue(attempts, now + batch)
-                count += attempts.length
-                if (found.length < RECOVER_BATCH) break
-                const last: DomainEvent = found[found.length - 1]!.event
-                after = { createdAt: last.createdAt, id: last.id }
-              }
-              return count
-            })
+            queueRecoveredAttempts(repository, ids, endpoint.id, window.since, until, now)
           )
           if (queued > 0)
             yield* Effect.serviceOption(DeliveryWakeups).pipe(
