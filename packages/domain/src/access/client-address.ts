@@ -6,7 +6,7 @@
  * (or whoever it talked to) and are never believed.
  */
 import { Either } from "effect"
-import { parseIPv4, parseIPv6 } from "../webhooks/webhook-url.js"
+import { parseIPv4, parseIPv6 } from "../shared/ip-address.js"
 
 /** An address range: sixteen bytes (IPv4 as `::ffff:a.b.c.d`) and how many leading bits count. */
 export interface AddressRange {
