@@ -53,6 +53,38 @@ module.exports = {
       to: { pathNot: [`^packages/domain/src/`, npm("effect")] }
     },
     {
+      name: "domain-areas-in-order",
+      comment:
+        "The domain's areas import one way, shared <- access <- webhooks <- summaries <- submissions; a use case may read any area's ports (docs/architecture.md, The domain's layout).",
+      severity: "error",
+      from: { path: "^packages/domain/src/shared/" },
+      to: { path: "^packages/domain/src/(access|webhooks|summaries|submissions)/", pathNot: "/ports\\.ts$" }
+    },
+    {
+      name: "domain-areas-in-order",
+      comment:
+        "The domain's areas import one way, shared <- access <- webhooks <- summaries <- submissions; a use case may read any area's ports (docs/architecture.md, The domain's layout).",
+      severity: "error",
+      from: { path: "^packages/domain/src/access/" },
+      to: { path: "^packages/domain/src/(webhooks|summaries|submissions)/", pathNot: "/ports\\.ts$" }
+    },
+    {
+      name: "domain-areas-in-order",
+      comment:
+        "The domain's areas import one way, shared <- access <- webhooks <- summaries <- submissions; a use case may read any area's ports (docs/architecture.md, The domain's layout).",
+      severity: "error",
+      from: { path: "^packages/domain/src/webhooks/" },
+      to: { path: "^packages/domain/src/(summaries|submissions)/", pathNot: "/ports\\.ts$" }
+    },
+    {
+      name: "domain-areas-in-order",
+      comment:
+        "The domain's areas import one way, shared <- access <- webhooks <- summaries <- submissions; a use case may read any area's ports (docs/architecture.md, The domain's layout).",
+      severity: "error",
+      from: { path: "^packages/domain/src/summaries/" },
+      to: { path: "^packages/domain/src/(submissions)/", pathNot: "/ports\\.ts$" }
+    },
+    {
       name: "adapters-do-not-import-adapters",
       comment:
         "memory, postgres, redis and node sit side by side: each implements ports of the domain; the composition root combines them.",

@@ -7,7 +7,7 @@
  *   <!-- include verify/node-http.mjs -->   the file's text, as a code block (the same
  *                                           files the tests run as receivers)
  *   <!-- errors-table -->                   the table of every error code, from the
- *                                           error catalog (packages/domain/src/errors.ts)
+ *                                           error catalog (packages/domain/src/shared/errors.ts)
  *
  * The pages load nothing: no script, no font, no stylesheet from elsewhere (the styles are
  * inline), so they read the same on a closed network.

@@ -1,9 +1,0 @@
-import { Effect, Layer } from "effect"
-import { summarize } from "../policies/summary.js"
-import { Summarizer } from "../ports.js"
-
-/** The deterministic summarizer of docs/rules.md, Resources and states: labels and values, at most 280 characters. */
-export const BuiltInSummarizerLive = Layer.succeed(Summarizer, {
-  kind: "built-in",
-  summarize: ({ bot, data }) => Effect.succeed(summarize(bot.schema, data))
-})
