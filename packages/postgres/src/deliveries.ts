@@ -29,6 +29,9 @@ import {
 } from "@intake/domain"
 import { Effect, Exit, Layer, Option, Queue, Schedule, Stream } from "effect"
 import { dispatchSourcesFromRows } from "./dispatch-sources.js"
+import { PgReads } from "./driver/direct-pool.js"
+import { directTransaction } from "./driver/direct-transaction.js"
+import { statementSteps } from "./driver/statement-steps.js"
 import { afterPosition, pageFrom } from "./paging.js"
 import {
   backlogsStatement,
@@ -39,7 +42,6 @@ import {
   lockQueuedEndpoints,
   reserveSendStatement
 } from "./queue-statements.js"
-import { directTransaction, PgReads, statementSteps } from "./reads.js"
 import { eventFromRow } from "./rows.js"
 import {
   purgedInBatches,

@@ -26,11 +26,11 @@ import * as PgClient from "@effect/sql-pg/PgClient"
 import { ConnectionPool } from "@intake/domain"
 import { Context, Duration, Effect, Layer, Redacted } from "effect"
 import { Pool, type PoolClient } from "pg"
+import { makePgReads, PgReads, type PoolMode } from "./driver/direct-pool.js"
 import { reconnectingListen } from "./listen.js"
 import { poolTypes } from "./pg-types.js"
-import { makePgReads, PgReads, type PoolMode } from "./reads.js"
 
-export type { PoolMode } from "./reads.js"
+export type { PoolMode } from "./driver/direct-pool.js"
 
 export interface PostgresConfig {
   readonly url: Redacted.Redacted

@@ -5,7 +5,7 @@
  * parameter split in SQL (ids never hold a comma), json rows as one json parameter.
  */
 import type { Delivery, WebhookEndpoint } from "@intake/domain"
-import type { SqlText } from "./reads.js"
+import type { SqlText } from "./driver/statement.js"
 
 /** Ids as one text parameter, split in SQL: the same on pg and PGlite (ids never hold a comma). */
 export const idList = (ids: ReadonlyArray<string>) => ids.join(",")

@@ -24,9 +24,10 @@ import {
 import { Effect, Exit, Layer, Option } from "effect"
 import { workspaceFromRow } from "./access.js"
 import { deliveryRow } from "./deliveries.js"
+import { type SqlText, statement } from "./driver/statement.js"
+import { type DeferredStep, statementSteps } from "./driver/statement-steps.js"
 import { QUOTA_USED_UP_SQLSTATE } from "./migrations.js"
 import { afterPosition, pageFrom } from "./paging.js"
-import { type DeferredStep, type SqlText, statement, statementSteps } from "./reads.js"
 import {
   botFromRow,
   contactFromRow,

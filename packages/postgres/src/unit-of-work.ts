@@ -2,7 +2,9 @@ import { SqlClient } from "@effect/sql"
 import { SqlError } from "@effect/sql/SqlError"
 import { type StorageUnavailable, UnitOfWork } from "@intake/domain"
 import { Context, Effect, Layer, Option } from "effect"
-import { directTransaction, PgReads, TransactionClient } from "./reads.js"
+import { PgReads } from "./driver/direct-pool.js"
+import { directTransaction } from "./driver/direct-transaction.js"
+import { TransactionClient } from "./driver/transaction-client.js"
 import { sqlDefectsAsFailures, storageFailure } from "./storage.js"
 
 /** The unit of work's own client on PostgreSQL (none on PGlite, or outside a unit of work). */

@@ -14,9 +14,10 @@ import {
   WebhookRepository
 } from "@intake/domain"
 import { Effect, Exit, Layer, Option } from "effect"
+import { statement } from "./driver/statement.js"
+import { statementSteps } from "./driver/statement-steps.js"
 import { IDEMPOTENCY_CLAIM_NOT_FRESH_SQLSTATE, IDEMPOTENCY_RECORD_EXISTS_SQLSTATE } from "./migrations.js"
 import { afterPosition, pageFrom } from "./paging.js"
-import { statement, statementSteps } from "./reads.js"
 import {
   fromJson,
   hasSqlState,
