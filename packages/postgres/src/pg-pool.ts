@@ -27,6 +27,7 @@ import { ConnectionPool } from "@intake/domain"
 import { Context, Duration, Effect, Layer, Redacted } from "effect"
 import { Pool, type PoolClient } from "pg"
 import { makePgReads, PgReads, type PoolMode } from "./driver/direct-pool.js"
+import "./driver/pg-internals.js"
 import { reconnectingListen } from "./listen.js"
 import { poolTypes } from "./pg-types.js"
 
@@ -83,10 +84,9 @@ const abandoned = new Error("released while a statement still waits for its answ
 
 /**
  * pg sets `readyForQuery` false when it sends a statement and true when the server says
- * it is done with it (not in @types/pg, but pg's own state since its first versions).
+ * it is done with it (driver/pg-internals.ts).
  */
-const awaitsAnswer = (client: PoolClient) =>
-  (client as unknown as { readonly readyForQuery?: boolean }).readyForQuery === false
+const awaitsAnswer = (client: PoolClient) => client.readyForQuery === false
 
 /** `release()` without an error puts a connection back; with one, the pool destroys it. */
 const guarded = (client: PoolClient) => {

@@ -29,19 +29,31 @@ import { type DeferredStep, statementSteps } from "./driver/statement-steps.js"
 import { QUOTA_USED_UP_SQLSTATE } from "./migrations.js"
 import { afterPosition, pageFrom } from "./paging.js"
 import {
+  type BotListRow,
+  type BotRow,
   botFromRow,
+  type ContactForRow,
+  type ContactRow,
   contactFromRow,
+  type EventRow,
   eventFromRow,
+  type IdRow,
+  type IntakeTargetRow,
+  type MessageRow,
   messageFromRow,
+  type SubmissionListRow,
+  type SubmissionRow,
   submissionFieldsFromRow,
-  submissionFromRow
+  submissionFromRow,
+  type WebhookEndpointRow,
+  type WorkspaceRow
 } from "./rows.js"
 import { fromJson, hasSqlState, type Row, stored, toDate, toNumber } from "./storage.js"
 import { endpointFromRow } from "./webhooks.js"
 
 /** A page of a workspace's bots with each one's submission count (intake_bot_counts, kept by a trigger). */
 export const listBotsQuery = (sql: SqlClient.SqlClient, workspaceId: string, page: PageRequest) =>
-  sql<Row>`SELECT b.id, b.workspace_id, b.name, b.description, b.status, b.share_slug, b.schema,
+  sql<BotListRow>`SELECT b.id, b.workspace_id, b.name, b.description, b.status, b.share_slug, b.schema,
       b.schema_version, b.created_at, b.updated_at, coalesce(c.submissions, 0) AS submission_count
     FROM intake_bots b LEFT JOIN intake_bot_counts c ON c.intake_bot_id = b.id
     WHERE ${sql.and([sql`b.workspace_id = ${workspaceId}`, ...afterPosition(sql, "b", page.after)])}
@@ -98,7 +110,7 @@ export const listSubmissionsQuery = (
   range: CreatedRange
 ) => {
   const { text, values } = listSubmissionsStatement(workspaceId, intakeBotId, page, range)
-  return sql.unsafe<Row>(text, values as Array<unknown>)
+  return sql.unsafe<SubmissionListRow>(text, values)
 }
 
 /** The bot joined to its workspace, with the workspace's endpoints as json (a create's first read). */
@@ -117,13 +129,13 @@ const intakeTargetInWorkspace = (id: string, workspaceId: string) =>
     WHERE b.id = ${id} AND b.workspace_id = ${workspaceId}`
 
 /** The bot with its workspace and endpoints, from intakeTargetStatement's row. */
-const intakeTargetFromRows = (rows: ReadonlyArray<Row>) =>
+const intakeTargetFromRows = (rows: ReadonlyArray<IntakeTargetRow>) =>
   Exit.succeed(
     Option.map(Option.fromNullable(rows[0]), (row) => {
-      const endpoints = fromJson<ReadonlyArray<Row>>(row.endpoints).map(endpointFromRow)
+      const endpoints = fromJson<ReadonlyArray<WebhookEndpointRow>>(row.endpoints).map(endpointFromRow)
       return {
         bot: botFromRow(row),
-        workspace: workspaceFromRow(fromJson<Row>(row.workspace)),
+        workspace: workspaceFromRow(fromJson<WorkspaceRow>(row.workspace)),
         activeEndpoints: endpoints.filter((endpoint) => endpoint.status === "active"),
         inactiveEndpoints: endpoints.filter((endpoint) => endpoint.status !== "active")
       }
@@ -133,7 +145,7 @@ const intakeTargetFromRows = (rows: ReadonlyArray<Row>) =>
 export const PgIntakeBotRepository = Layer.effect(
   IntakeBotRepository,
   Effect.zipWith(SqlClient.SqlClient, statementSteps, (sql, { step }) => {
-    const findOne = (rows: ReadonlyArray<Row>) => Option.map(Option.fromNullable(rows[0]), botFromRow)
+    const findOne = (rows: ReadonlyArray<BotRow>) => Option.map(Option.fromNullable(rows[0]), botFromRow)
     return IntakeBotRepository.of({
       insert: (bot) =>
         stored("intakeBots.insert")(
@@ -150,7 +162,7 @@ export const PgIntakeBotRepository = Layer.effect(
         ),
       findById: (id) =>
         stored("intakeBots.findById")(
-          Effect.map(sql<Row>`SELECT * FROM intake_bots WHERE id = ${id}`, findOne)
+          Effect.map(sql<BotRow>`SELECT * FROM intake_bots WHERE id = ${id}`, findOne)
         ),
       // One read: the bot joined to its workspace, with the workspace's endpoints as json.
       findIntakeTarget: (id, workspaceId) =>
@@ -162,7 +174,7 @@ export const PgIntakeBotRepository = Layer.effect(
       findInWorkspace: (workspaceId, id) =>
         stored("intakeBots.findInWorkspace")(
           Effect.map(
-            sql<Row>`SELECT * FROM intake_bots WHERE id = ${id} AND workspace_id = ${workspaceId}`,
+            sql<BotRow>`SELECT * FROM intake_bots WHERE id = ${id} AND workspace_id = ${workspaceId}`,
             findOne
           )
         ),
@@ -181,9 +193,9 @@ export const PgIntakeBotRepository = Layer.effect(
           ? Effect.succeed([])
           : stored("intakeBots.existingIds")(
               Effect.map(
-                sql<Row>`SELECT id FROM intake_bots WHERE workspace_id = ${workspaceId} AND id IN ${sql.in([...new Set(ids)])}`,
+                sql<IdRow>`SELECT id FROM intake_bots WHERE workspace_id = ${workspaceId} AND id IN ${sql.in([...new Set(ids)])}`,
                 (rows) => {
-                  const found = new Set(rows.map((row) => row.id as string))
+                  const found = new Set(rows.map((row) => row.id))
                   return [...new Set(ids)].filter((id) => found.has(id))
                 }
               )
@@ -205,9 +217,13 @@ export const PgIntakeBotRepository = Layer.effect(
  * (a spread copy of each of fifty rows cost about a tenth of a page's CPU; docs/performance.md,
  * Lists).
  */
-const listItemFromRow = (row: Row, workspaceId: string, intakeBotId: string): SubmissionListItem =>
+const listItemFromRow = (
+  row: SubmissionListRow,
+  workspaceId: string,
+  intakeBotId: string
+): SubmissionListItem =>
   Object.assign(submissionFieldsFromRow(row, workspaceId, intakeBotId), {
-    dataJson: row.data_json as string,
+    dataJson: row.data_json,
     messageCount: toNumber(row.message_count)
   })
 
@@ -356,25 +372,28 @@ export const PgSubmissionRepository = Layer.effect(
         ),
       findById: (id) =>
         stored("submissions.findById")(
-          Effect.map(sql<Row>`SELECT * FROM submissions WHERE id = ${id}`, (rows) =>
+          Effect.map(sql<SubmissionRow>`SELECT * FROM submissions WHERE id = ${id}`, (rows) =>
             Option.map(Option.fromNullable(rows[0]), (row) => submissionFromRow(row))
           )
         ),
       findInBot: (workspaceId, intakeBotId, id) =>
         stored("submissions.findInBot")(
           Effect.gen(function* () {
-            const [row] = yield* sql<Row>`SELECT * FROM submissions
+            const [row] = yield* sql<SubmissionRow>`SELECT * FROM submissions
               WHERE id = ${id} AND workspace_id = ${workspaceId} AND intake_bot_id = ${intakeBotId}`
             if (row === undefined) return Option.none()
             const messages =
-              yield* sql<Row>`SELECT * FROM messages WHERE submission_id = ${id} ORDER BY position`
+              yield* sql<MessageRow>`SELECT * FROM messages WHERE submission_id = ${id} ORDER BY position`
             return Option.some({ ...submissionFromRow(row), messages: messages.map(messageFromRow) })
           })
         ),
       // One query: message_count as the create kept it (migration 13).
       list: (workspaceId, intakeBotId, page, range) =>
-        planned("submissions.list", listSubmissionsStatement(workspaceId, intakeBotId, page, range), (rows) =>
-          Exit.succeed(pageFrom(rows, page.limit, (row) => listItemFromRow(row, workspaceId, intakeBotId)))
+        planned(
+          "submissions.list",
+          listSubmissionsStatement(workspaceId, intakeBotId, page, range),
+          (rows: ReadonlyArray<SubmissionListRow>) =>
+            Exit.succeed(pageFrom(rows, page.limit, (row) => listItemFromRow(row, workspaceId, intakeBotId)))
         ),
       replaceSummary: (id, summary, at) =>
         stored("submissions.replaceSummary")(
@@ -534,7 +553,7 @@ export const PgContactRepository = Layer.effect(
             text: "SELECT contact_id, created FROM intake_contact_for($1, $2, $3, $4, $5)",
             values: contactValues(c)
           },
-          ([row]) => {
+          ([row]: ReadonlyArray<ContactForRow>) => {
             const stored = ContactEvents.eventsForContact(
               events,
               queued,
@@ -548,7 +567,7 @@ export const PgContactRepository = Layer.effect(
       findById: (workspaceId, id) =>
         stored("contacts.findById")(
           Effect.map(
-            sql<Row>`SELECT * FROM contacts WHERE id = ${id} AND workspace_id = ${workspaceId}`,
+            sql<ContactRow>`SELECT * FROM contacts WHERE id = ${id} AND workspace_id = ${workspaceId}`,
             (rows) => Option.map(Option.fromNullable(rows[0]), contactFromRow)
           )
         )
@@ -563,7 +582,7 @@ export const PgEventOutbox = Layer.effect(
       append: outboxAppend(sql, deferred),
       findById: (id) =>
         stored("outbox.findById")(
-          Effect.map(sql<Row>`SELECT * FROM domain_events WHERE id = ${id}`, (rows) =>
+          Effect.map(sql<EventRow>`SELECT * FROM domain_events WHERE id = ${id}`, (rows) =>
             Option.map(Option.fromNullable(rows[0]), eventFromRow)
           )
         )

@@ -84,8 +84,9 @@ describePostgres("on PostgreSQL", () => {
           yield* sql`INSERT INTO submissions SELECT 'sub_' || i, 'ws_1', CASE WHEN i <= 5 THEN 'bot_1' ELSE 'bot_2' END,
               '{}', 'COMPLETED', '', false, 0, 1, now(), now()
             FROM generate_series(1, 7) i`
-          const countsOf = (rows: ReadonlyArray<Record<string, unknown>>) =>
-            Object.fromEntries(rows.map((row) => [row.id, Number(row.submission_count)]))
+          const countsOf = (
+            rows: ReadonlyArray<{ readonly id?: unknown; readonly submission_count?: unknown }>
+          ) => Object.fromEntries(rows.map((row) => [row.id, Number(row.submission_count)]))
           expect(countsOf(yield* sql`SELECT id, submission_count FROM intake_bots`)).toEqual({
             bot_1: 5,
             bot_2: 2,

@@ -3,7 +3,7 @@ import { WireShapes } from "@intake/domain/internal"
 import pgUtils from "pg/lib/utils.js"
 
 /** A statement's values as pg sends them (text, bytes or null); throws what pg throws for one it cannot send. */
-export const sendable = (values: Array<unknown> | undefined): Array<unknown> => {
+export const sendable = (values: ReadonlyArray<unknown> | undefined): Array<unknown> => {
   if (values === undefined) return []
   const sent = new Array<unknown>(values.length)
   for (let index = 0; index < values.length; index++) sent[index] = pgUtils.prepareValue(values[index])
@@ -16,7 +16,7 @@ export const sendable = (values: Array<unknown> | undefined): Array<unknown> => 
  * create's CPU. Rendered by WireShapes.isoTimestamp, from its cached days: a create sends
  * eight Dates, and `toISOString` cost about 1% more. Copied only when there is a Date.
  */
-export const withIsoDates = (values: Array<unknown>): Array<unknown> => {
+export const withIsoDates = (values: ReadonlyArray<unknown>): ReadonlyArray<unknown> => {
   let converted: Array<unknown> | undefined
   for (let index = 0; index < values.length; index++) {
     const value = values[index]

@@ -20,14 +20,20 @@ declare module "pg" {
   interface ClientBase {
     readonly processID?: number | null
     readonly secretKey?: number | null
+    /**
+     * False from a statement's send until the server says it is done with it, pg's own
+     * state since its first versions (pg-pool.ts, a connection released mid-statement).
+     */
+    readonly readyForQuery?: boolean
   }
 
   /** pg's Query and Result, as PreparedQuery and its subclasses use them. */
   // biome-ignore lint/suspicious/noExplicitAny: the type parameters must be pg's own to merge with its class
   interface Query<R extends QueryResultRow = any, I extends any[] = any> {
     name: string
+    readonly text: string
     queryMode?: string
-    readonly values: Array<unknown> | undefined
+    readonly values: ReadonlyArray<unknown> | undefined
     readonly portal: string
     readonly binary: boolean | undefined
     readonly rows: number | undefined

@@ -127,8 +127,8 @@ export class PreparedQuery extends Query {
 export const preparedQuery = (
   name: string,
   text: string,
-  values: Array<unknown>,
-  kind: new (text: string, values: Array<unknown>) => PreparedQuery = PreparedQuery
+  values: ReadonlyArray<unknown>,
+  kind: new (text: string, values: ReadonlyArray<unknown>) => PreparedQuery = PreparedQuery
 ): PreparedQuery => {
   const query = new kind(text, withIsoDates(values))
   query.name = name
@@ -145,7 +145,7 @@ export interface DeferredStatement {
   readonly name: string
   readonly text: string
   /** Its values as pg sends them. */
-  readonly values: Array<unknown>
+  readonly values: ReadonlyArray<unknown>
   /**
    * Its failure as its own step reports it: the statement that carried it fails with this,
    * typed as that statement's StorageUnavailable (DeferredStep).

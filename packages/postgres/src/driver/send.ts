@@ -1,7 +1,13 @@
 /** One statement sent on pg, its answer resumed as an Effect. */
 import { SqlError } from "@effect/sql/SqlError"
 import { Effect, Exit } from "effect"
-import type { Pool, PoolClient, Query, QueryArrayConfig, QueryConfig, QueryResult } from "pg"
+import type { Pool, PoolClient, Query, QueryConfig, QueryResult } from "pg"
+import "./pg-internals.js"
+
+/** What is sent: one of this driver's queries, or a statement's text and values (`@effect/sql`'s, a COMMIT). */
+export type Sendable =
+  | Query
+  | { readonly text: string; readonly values?: ReadonlyArray<unknown>; readonly rowMode?: "array" }
 
 export const failed = (cause: unknown, message = "Failed to execute statement") =>
   new SqlError({ cause, message })
@@ -14,7 +20,7 @@ export const failed = (cause: unknown, message = "Failed to execute statement") 
  */
 export const sendThen = <A, E>(
   target: Pool | PoolClient,
-  config: QueryConfig | QueryArrayConfig | Query,
+  config: Sendable,
   inFlight: { pending: number } | undefined,
   complete: (error: Error | undefined, result: QueryResult) => Effect.Effect<A, E>
 ) =>

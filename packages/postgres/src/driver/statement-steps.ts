@@ -24,12 +24,13 @@ import { TransactionClient } from "./transaction-client.js"
  * on the pool, and costs the fiber three steps (find the unit of work in the fiber's context,
  * send, resume with the answer), where a statement followed by a map and a mapping of its
  * errors cost about a dozen (docs/performance.md, "Statements on pg"). On PGlite, and
- * inside a transaction `@effect/sql` opened itself, it goes through SqlClient.
+ * inside a transaction `@effect/sql` opened itself, it goes through SqlClient. Its rows are
+ * typed by `decode`'s parameter: a row interface of the table (rows.ts).
  */
-export type StatementStep = <A, E = never>(
+export type StatementStep = <A, E = never, R extends object = Row>(
   operation: string,
   statement: SqlText,
-  decode: (rows: ReadonlyArray<Row>) => Effect.Effect<A, E>,
+  decode: (rows: ReadonlyArray<R>) => Effect.Effect<A, E>,
   refine?: (error: SqlError) => E | undefined
 ) => Effect.Effect<A, E | StorageUnavailable>
 
@@ -79,18 +80,18 @@ export const statementSteps: Effect.Effect<
     const replanned = pooled ? PreparedQuery : ReplannedQuery
     const direct =
       (kind: StepKind): StatementStep =>
-      <A, E = never>(
+      <A, E = never, R extends object = Row>(
         operation: string,
         statement: SqlText,
-        decode: (rows: ReadonlyArray<Row>) => Effect.Effect<A, E>,
+        decode: (rows: ReadonlyArray<R>) => Effect.Effect<A, E>,
         refine?: (error: SqlError) => E | undefined
       ): Effect.Effect<A, E | StorageUnavailable> => {
         const onError = (error: SqlError): Effect.Effect<A, E | StorageUnavailable> => {
           const refined = refine?.(error)
-          return refined === undefined ? Exit.fail(storageFailure(operation, error)) : Exit.fail(refined as E)
+          return refined === undefined ? Exit.fail(storageFailure(operation, error)) : Exit.fail(refined)
         }
         const viaSqlClient = () =>
-          Effect.matchEffect(sql.unsafe<Row>(statement.text, statement.values as Array<unknown>), {
+          Effect.matchEffect(sql.unsafe<R>(statement.text, statement.values), {
             onFailure: onError,
             onSuccess: decode
           })
@@ -101,10 +102,10 @@ export const statementSteps: Effect.Effect<
           const connection = Option.isSome(transaction) ? transaction.value[0] : undefined
           if (connection !== undefined && !(connection instanceof TransactionClient)) return viaSqlClient()
           const answered = (error: Error | undefined, result: QueryResult) =>
-            error ? onError(failed(error)) : decode(result.rows as ReadonlyArray<Row>)
+            error ? onError(failed(error)) : decode(result.rows)
           const name = nameFor(statement.text)
           if (kind === "planned") {
-            const query = preparedQuery(name, statement.text, statement.values as Array<unknown>, replanned)
+            const query = preparedQuery(name, statement.text, statement.values, replanned)
             return connection === undefined
               ? sendThen<A, E | StorageUnavailable>(pool, query, undefined, answered)
               : connection.sendThen(query, answered)
@@ -112,7 +113,7 @@ export const statementSteps: Effect.Effect<
           if (connection === undefined)
             return sendThen<A, E | StorageUnavailable>(
               pool,
-              preparedQuery(name, statement.text, statement.values as Array<unknown>),
+              preparedQuery(name, statement.text, statement.values),
               undefined,
               answered
             )

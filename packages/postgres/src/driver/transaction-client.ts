@@ -7,12 +7,12 @@ import type { Connection } from "@effect/sql/SqlConnection"
 import type { SqlError } from "@effect/sql/SqlError"
 import type { StorageUnavailable } from "@intake/domain/internal"
 import { Effect, Exit, Stream } from "effect"
-import type { PoolClient, Query, QueryArrayConfig, QueryConfig, QueryResult } from "pg"
+import type { PoolClient, QueryResult } from "pg"
 import { type Row, storageFailure } from "../storage.js"
 import { CommittingQuery } from "./committing-query.js"
 import { sendable, withIsoDates } from "./parameters.js"
 import { type DeferredStatement, PreparedQuery, preparedQuery, rowDescriptions } from "./prepared-query.js"
-import { asResult, failed, sendThen } from "./send.js"
+import { asResult, failed, type Sendable, sendThen } from "./send.js"
 import { nameOf, type SqlText, UNNAMED } from "./statement.js"
 
 /** A statement sent on a unit of work that has committed: a bug of the caller, never sent. */
@@ -66,17 +66,16 @@ export class TransactionClient implements Connection {
    * StorageUnavailable of a deferred statement sent before it (defer), which the type of
    * `@effect/sql`'s Connection does not name.
    */
-  send<R extends QueryResult>(config: QueryConfig | QueryArrayConfig | Query) {
+  send<R extends QueryResult>(config: Sendable) {
     return this.sendThen(config, asResult<R>) as Effect.Effect<R, SqlError>
   }
   /** `config` sent on this unit of work, after or with the statements deferred to it. */
   sendThen<A, E>(
-    config: QueryConfig | QueryArrayConfig | Query,
+    config: Sendable,
     complete: (error: Error | undefined, result: QueryResult) => Effect.Effect<A, E>
   ): Effect.Effect<A, E | StorageUnavailable> {
     if (this.committed) {
-      const text = (config as { readonly text?: unknown }).text
-      return Effect.die(new StatementAfterCommit(typeof text === "string" ? text : "?"))
+      return Effect.die(new StatementAfterCommit(config.text))
     }
     this.sent = true
     if (this.deferred.length === 0) return sendThen(this.client, config, this, complete)
@@ -108,7 +107,7 @@ export class TransactionClient implements Connection {
     if (!this.canCarry(name)) return this.step(name, statement, false, () => Exit.void, onError)
     let values: Array<unknown>
     try {
-      values = sendable(withIsoDates(statement.values as Array<unknown>))
+      values = sendable(withIsoDates(statement.values))
     } catch (error) {
       return onError(failed(error))
     }
@@ -166,38 +165,38 @@ export class TransactionClient implements Connection {
    * A named statement as a repository step (StatementStep); as the unit of work's last,
    * with its COMMIT when commitWith asked for it.
    */
-  step<A, E>(
+  step<A, E, R extends object = Row>(
     name: string,
     statement: SqlText,
     final: boolean,
-    decode: (rows: ReadonlyArray<Row>) => Effect.Effect<A, E>,
+    decode: (rows: ReadonlyArray<R>) => Effect.Effect<A, E>,
     onError: (error: SqlError) => Effect.Effect<A, E | StorageUnavailable>
   ): Effect.Effect<A, E | StorageUnavailable> {
-    const values = statement.values as Array<unknown>
+    const values = statement.values
     if (!final || !this.commitsWithFinalStatement || this.nesting > 0)
       return this.sendThen(preparedQuery(name, statement.text, values), (error, result) =>
-        error ? onError(failed(error)) : decode(result.rows as ReadonlyArray<Row>)
+        error ? onError(failed(error)) : decode(result.rows)
       )
     return this.sendThen(preparedQuery(name, statement.text, values, CommittingQuery), (error, results) => {
       if (error) return onError(failed(error))
       this.committed = true
       const [result] = results as unknown as ReadonlyArray<QueryResult>
-      return decode((result?.rows ?? []) as ReadonlyArray<Row>)
+      return decode(result?.rows ?? [])
     })
   }
-  rows(config: QueryConfig | QueryArrayConfig | Query): Effect.Effect<ReadonlyArray<Row>, SqlError> {
-    return Effect.map(this.send(config), (result) => result.rows as ReadonlyArray<Row>)
+  rows<R extends object = Row>(config: Sendable): Effect.Effect<ReadonlyArray<R>, SqlError> {
+    return Effect.map(this.send(config), (result) => result.rows)
   }
   execute(
     text: string,
     values: ReadonlyArray<unknown>,
     transformRows: (<A extends object>(rows: ReadonlyArray<A>) => ReadonlyArray<A>) | undefined
   ) {
-    const rows = this.rows({ text, values: values as Array<unknown> })
-    return transformRows === undefined ? rows : Effect.map(rows, (rows) => transformRows(rows as Array<Row>))
+    const rows = this.rows({ text, values })
+    return transformRows === undefined ? rows : Effect.map(rows, (rows) => transformRows(rows))
   }
   executeRaw(text: string, values: ReadonlyArray<unknown>) {
-    return this.send({ text, values: values as Array<unknown> })
+    return this.send({ text, values })
   }
   executeStream(
     text: string,
@@ -207,11 +206,7 @@ export class TransactionClient implements Connection {
     return Stream.flatMap(Stream.fromEffect(this.execute(text, values, transformRows)), Stream.fromIterable)
   }
   executeValues(text: string, values: ReadonlyArray<unknown>) {
-    return this.rows({
-      text,
-      values: values as Array<unknown>,
-      rowMode: "array"
-    }) as unknown as Effect.Effect<ReadonlyArray<ReadonlyArray<unknown>>, SqlError>
+    return this.rows<ReadonlyArray<unknown>>({ text, values, rowMode: "array" })
   }
   executeUnprepared(
     text: string,
