@@ -46,9 +46,11 @@ import {
   type BacklogRow,
   type DeliveryRow,
   type DispatchSourcesRow,
+  deliveryFromRow,
   eventFromRow,
   type IdRow,
   type LeasedDeliveryRow,
+  loggedFromRow,
   type RecoverableEventRow,
   type WebhookEndpointRow
 } from "./rows.js"
@@ -64,31 +66,6 @@ import {
 } from "./storage.js"
 import { commitWithFinal } from "./unit-of-work.js"
 import { endpointFromRow } from "./webhooks.js"
-
-const deliveryFromRow = (row: DeliveryRow): Delivery => ({
-  id: row.id,
-  webhookId: row.webhook_id,
-  eventId: row.event_id,
-  eventType: row.event_type,
-  attempt: toNumber(row.attempt),
-  trigger: row.trigger,
-  status: row.status,
-  responseStatus: row.response_status === null ? null : toNumber(row.response_status),
-  responseBody: row.response_body,
-  error: row.error,
-  durationMs: row.duration_ms === null ? null : toNumber(row.duration_ms),
-  nextRetryAt: toMillisOrNull(row.next_retry_at),
-  sentAt: toMillisOrNull(row.sent_at),
-  createdAt: toMillis(row.created_at)
-})
-
-/** An attempt as the log shows it: a pending one with its due time as `nextRetryAt`. */
-const loggedFromRow = (row: DeliveryRow): Delivery => {
-  const delivery = deliveryFromRow(row)
-  return delivery.status === "pending" && row.due_at !== null
-    ? { ...delivery, nextRetryAt: toMillis(row.due_at) }
-    : delivery
-}
 
 /**
  * A page of an endpoint's log within `filter`. Each filter is one condition that an index

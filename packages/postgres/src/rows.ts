@@ -6,7 +6,6 @@
  * the repository of the table and the reads that join it (dispatch-sources.ts).
  */
 import type {
-  ApiKey,
   Contact,
   Delivery,
   DomainEvent,
@@ -16,7 +15,7 @@ import type {
   WebhookEndpoint,
   Workspace
 } from "@intake/domain"
-import { fromJson, toMillis, toNumber } from "./storage.js"
+import { fromJson, toMillis, toMillisOrNull, toNumber } from "./storage.js"
 
 /** A timestamptz: a Date from the driver; its text inside a json column (dispatch-sources.ts). */
 export type Timestamp = Date | string
@@ -302,3 +301,28 @@ export const eventFromRow = (row: EventRow): DomainEvent => ({
   ...(row.trace_parent === null || row.trace_parent === undefined ? {} : { traceParent: row.trace_parent }),
   createdAt: toMillis(row.created_at)
 })
+
+export const deliveryFromRow = (row: DeliveryRow): Delivery => ({
+  id: row.id,
+  webhookId: row.webhook_id,
+  eventId: row.event_id,
+  eventType: row.event_type,
+  attempt: toNumber(row.attempt),
+  trigger: row.trigger,
+  status: row.status,
+  responseStatus: row.response_status === null ? null : toNumber(row.response_status),
+  responseBody: row.response_body,
+  error: row.error,
+  durationMs: row.duration_ms === null ? null : toNumber(row.duration_ms),
+  nextRetryAt: toMillisOrNull(row.next_retry_at),
+  sentAt: toMillisOrNull(row.sent_at),
+  createdAt: toMillis(row.created_at)
+})
+
+/** An attempt as the log shows it: a pending one with its due time as `nextRetryAt`. */
+export const loggedFromRow = (row: DeliveryRow): Delivery => {
+  const delivery = deliveryFromRow(row)
+  return delivery.status === "pending" && row.due_at !== null
+    ? { ...delivery, nextRetryAt: toMillis(row.due_at) }
+    : delivery
+}
