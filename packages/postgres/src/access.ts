@@ -1,4 +1,7 @@
-/** Workspaces and API keys on Postgres. */
+/**
+ * Workspaces and API keys on Postgres.
+ * Statement style: `@effect/sql`'s sql`...` throughout: none of these is on a request's hot path, so none pays for the driver's prepared statements (driver/README.md).
+ */
 import { SqlClient } from "@effect/sql"
 import {
   type ApiKey,

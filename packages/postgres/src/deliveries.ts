@@ -10,6 +10,8 @@
  * leases what the policies allow, in the fair order. Completing
  * is conditional on the claim token, so a dispatcher whose lease ran out cannot overwrite
  * the work of the one that took the attempt over.
+ *
+ * Statement style: the hot path (a claim, its outcomes, the dispatch sources) as named prepared statements on `pg` (driver/statement-steps.ts, `statement` or { text, values } for texts built once), where `@effect/sql` cost as much CPU again (docs/performance.md, "Statements on pg"); everything else through `@effect/sql`'s sql`...`.
  */
 import { SqlClient } from "@effect/sql"
 import * as PgClient from "@effect/sql-pg/PgClient"
@@ -174,7 +176,7 @@ export const PgDeliveryRepository = Layer.effect(
      * claim lock this transaction holds), with up to `waitingMax` of each one's due waiting
      * attempts counted.
      */
-    // Planned for the values of each run (a new name every five runs, reads.ts): with a long
+    // Planned for the values of each run (a new name every five runs, driver/README.md): with a long
     // history, the plan PostgreSQL settles on for any `now` reads two bitmap indexes per
     // endpoint where the one for this `now` walks the queue's index, 156 against 9.6 ms over
     // a million attempts (docs/history-partitions.md).

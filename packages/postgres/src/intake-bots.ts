@@ -1,6 +1,7 @@
 /**
  * Bots on Postgres: the repository, the page of a workspace's bots and a create's first read
  * (the bot with its workspace and endpoints).
+ * Statement style: the hot path (a create's first read) as named prepared statements on `pg` (driver/statement-steps.ts, `statement` or { text, values } for texts built once), where `@effect/sql` cost as much CPU again (docs/performance.md, "Statements on pg"); everything else through `@effect/sql`'s sql`...`.
  */
 import { SqlClient } from "@effect/sql"
 import { IntakeBotRepository, type PageRequest } from "@intake/domain/internal"

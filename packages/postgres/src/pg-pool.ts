@@ -16,7 +16,7 @@
  *   released, and the other servers' writes go on within seconds; a lock still not granted
  *   after `lockTimeout` fails its statement, which answers the sanitized 500 (docs/choices.md).
  * - `poolMode: "transaction"`: `url` is a transaction-mode pooler (PgBouncer): statements go
- *   unnamed (reads.ts), the two timeouts above are not sent as startup parameters (PgBouncer
+ *   unnamed (driver/README.md), the two timeouts above are not sent as startup parameters (PgBouncer
  *   1.18 refuses a connection that sends them; set them on the role or in the pooler), and
  *   LISTEN and the migrations use `directUrl`, straight to PostgreSQL (docs/deploy-postgres.md).
  */

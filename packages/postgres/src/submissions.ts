@@ -1,4 +1,7 @@
-/** Bots, submissions with their messages, usage counters, contacts and the outbox on Postgres. */
+/**
+ * Submissions with their messages, usage counters, contacts and the outbox on Postgres.
+ * Statement style: the hot path (a create's statements, a page of submissions) as named prepared statements on `pg` (driver/statement-steps.ts, `statement` or { text, values } for texts built once), where `@effect/sql` cost as much CPU again (docs/performance.md, "Statements on pg"); everything else through `@effect/sql`'s sql`...`.
+ */
 import { SqlClient } from "@effect/sql"
 import type { SqlError } from "@effect/sql/SqlError"
 import {

@@ -2,6 +2,8 @@
  * The summary job queue on Postgres: the `summary_jobs` rows, claimed with
  * `FOR UPDATE SKIP LOCKED` under a lease and ended conditionally on the claim token, as
  * the delivery queue is (deliveries.ts).
+ *
+ * Statement style: `@effect/sql`'s sql`...` throughout: none of these is on a request's hot path, so none pays for the driver's prepared statements (driver/README.md).
  */
 import { SqlClient } from "@effect/sql"
 import { type SummaryJob, SummaryJobRepository } from "@intake/domain"

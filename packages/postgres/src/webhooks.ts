@@ -1,4 +1,7 @@
-/** Webhook endpoints and the idempotency store on Postgres. */
+/**
+ * Webhook endpoints and the idempotency store on Postgres.
+ * Statement style: the hot path (the idempotency store's claim and stored response) as named prepared statements on `pg` (driver/statement-steps.ts, `statement` or { text, values } for texts built once), where `@effect/sql` cost as much CPU again (docs/performance.md, "Statements on pg"); everything else through `@effect/sql`'s sql`...`.
+ */
 import { SqlClient } from "@effect/sql"
 import {
   type IdempotencyClaim,
