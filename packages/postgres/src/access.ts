@@ -1,4 +1,7 @@
-/** Workspaces and API keys on Postgres. */
+/**
+ * Workspaces and API keys on Postgres.
+ * Statement style: `@effect/sql`'s sql`...` throughout: none of these is on a request's hot path, so none pays for the driver's prepared statements (driver/README.md).
+ */
 import { SqlClient } from "@effect/sql"
 import {
   type ApiKey,
@@ -8,6 +11,7 @@ import {
   WorkspaceRepository
 } from "@intake/domain"
 import { Effect, Layer, Option } from "effect"
+import type { ApiKeyRow, CurrentRow, WorkspaceRow } from "./rows.js"
 import {
   fromJson,
   type Row,
@@ -19,11 +23,11 @@ import {
   toNumber
 } from "./storage.js"
 
-export const workspaceFromRow = (row: Row): Workspace => ({
-  id: row.id as string,
-  name: row.name as string,
-  plan: row.plan as Workspace["plan"],
-  status: row.status as Workspace["status"],
+export const workspaceFromRow = (row: WorkspaceRow): Workspace => ({
+  id: row.id,
+  name: row.name,
+  plan: row.plan,
+  status: row.status,
   monthlySubmissionQuota:
     row.monthly_submission_quota === null ? null : toNumber(row.monthly_submission_quota),
   rateLimitPerMinute: row.rate_limit_per_minute === null ? null : toNumber(row.rate_limit_per_minute),
@@ -50,7 +54,7 @@ export const PgWorkspaceRepository = Layer.effect(
         ),
       findById: (id) =>
         stored("workspaces.findById")(
-          Effect.map(sql<Row>`SELECT * FROM workspaces WHERE id = ${id}`, (rows) =>
+          Effect.map(sql<WorkspaceRow>`SELECT * FROM workspaces WHERE id = ${id}`, (rows) =>
             Option.map(Option.fromNullable(rows[0]), workspaceFromRow)
           )
         )
@@ -58,11 +62,11 @@ export const PgWorkspaceRepository = Layer.effect(
   )
 )
 
-const apiKeyFromRow = (row: Row): ApiKey => ({
-  id: row.id as string,
-  workspaceId: row.workspace_id as string,
-  name: row.name as string | null,
-  keyHash: row.key_hash as string,
+const apiKeyFromRow = (row: ApiKeyRow): ApiKey => ({
+  id: row.id,
+  workspaceId: row.workspace_id,
+  name: row.name,
+  keyHash: row.key_hash,
   scopes: fromJson<ApiKey["scopes"]>(row.scopes),
   expiresAt: toMillisOrNull(row.expires_at),
   revokedAt: toMillisOrNull(row.revoked_at),
@@ -73,7 +77,8 @@ const apiKeyFromRow = (row: Row): ApiKey => ({
 export const PgApiKeyRepository = Layer.effect(
   ApiKeyRepository,
   Effect.map(SqlClient.SqlClient, (sql) => {
-    const findOne = (rows: ReadonlyArray<Row>) => Option.map(Option.fromNullable(rows[0]), apiKeyFromRow)
+    const findOne = (rows: ReadonlyArray<ApiKeyRow>) =>
+      Option.map(Option.fromNullable(rows[0]), apiKeyFromRow)
     return ApiKeyRepository.of({
       // The workspace's advisory lock serializes the count and the insert against every
       // other insert of the workspace until the (outermost) transaction ends.
@@ -82,7 +87,7 @@ export const PgApiKeyRepository = Layer.effect(
           sql.withTransaction(
             Effect.gen(function* () {
               yield* sql`SELECT pg_advisory_xact_lock(hashtextextended(${`intake:api_keys:${key.workspaceId}`}, 0))`
-              const [counted] = yield* sql<Row>`
+              const [counted] = yield* sql<CurrentRow>`
                 SELECT count(*) AS current FROM api_keys
                 WHERE workspace_id = ${key.workspaceId} AND revoked_at IS NULL
                   AND (expires_at IS NULL OR expires_at > ${toDate(now)})`
@@ -103,14 +108,16 @@ export const PgApiKeyRepository = Layer.effect(
         ),
       findByHash: (keyHash) =>
         stored("apiKeys.findByHash")(
-          Effect.map(sql<Row>`SELECT * FROM api_keys WHERE key_hash = ${keyHash}`, findOne)
+          Effect.map(sql<ApiKeyRow>`SELECT * FROM api_keys WHERE key_hash = ${keyHash}`, findOne)
         ),
       findById: (id) =>
-        stored("apiKeys.findById")(Effect.map(sql<Row>`SELECT * FROM api_keys WHERE id = ${id}`, findOne)),
+        stored("apiKeys.findById")(
+          Effect.map(sql<ApiKeyRow>`SELECT * FROM api_keys WHERE id = ${id}`, findOne)
+        ),
       revoke: (id, at) =>
         stored("apiKeys.revoke")(
           Effect.map(
-            sql<Row>`UPDATE api_keys SET revoked_at = COALESCE(revoked_at, ${toDate(at)}) WHERE id = ${id} RETURNING *`,
+            sql<ApiKeyRow>`UPDATE api_keys SET revoked_at = COALESCE(revoked_at, ${toDate(at)}) WHERE id = ${id} RETURNING *`,
             findOne
           )
         ),

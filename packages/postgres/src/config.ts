@@ -4,8 +4,8 @@
  * the variable's name.
  */
 import { Config, ConfigError, Either, Option, Redacted } from "effect"
+import type { PoolMode } from "./driver/direct-pool.js"
 import type { PostgresConfig } from "./pg-pool.js"
-import type { PoolMode } from "./reads.js"
 
 export interface DatabaseSettings {
   /** DATABASE_URL: PostgreSQL, or a pooler in front of it (none: the embedded database, or no worker). */

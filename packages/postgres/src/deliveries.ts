@@ -10,6 +10,8 @@
  * leases what the policies allow, in the fair order. Completing
  * is conditional on the claim token, so a dispatcher whose lease ran out cannot overwrite
  * the work of the one that took the attempt over.
+ *
+ * Statement style: the hot path (a claim, its outcomes, the dispatch sources) as named prepared statements on `pg` (driver/statement-steps.ts, `statement` or { text, values } for texts built once), where `@effect/sql` cost as much CPU again (docs/performance.md, "Statements on pg"); everything else through `@effect/sql`'s sql`...`.
  */
 import { SqlClient } from "@effect/sql"
 import * as PgClient from "@effect/sql-pg/PgClient"
@@ -29,6 +31,9 @@ import {
 } from "@intake/domain"
 import { Effect, Exit, Layer, Option, Queue, Schedule, Stream } from "effect"
 import { dispatchSourcesFromRows } from "./dispatch-sources.js"
+import { PgReads } from "./driver/direct-pool.js"
+import { directTransaction } from "./driver/direct-transaction.js"
+import { statementSteps } from "./driver/statement-steps.js"
 import { afterPosition, pageFrom } from "./paging.js"
 import {
   backlogsStatement,
@@ -39,8 +44,18 @@ import {
   lockQueuedEndpoints,
   reserveSendStatement
 } from "./queue-statements.js"
-import { directTransaction, PgReads, statementSteps } from "./reads.js"
-import { eventFromRow } from "./rows.js"
+import {
+  type BacklogRow,
+  type DeliveryRow,
+  type DispatchSourcesRow,
+  deliveryFromRow,
+  eventFromRow,
+  type IdRow,
+  type LeasedDeliveryRow,
+  loggedFromRow,
+  type RecoverableEventRow,
+  type WebhookEndpointRow
+} from "./rows.js"
 import {
   purgedInBatches,
   type Row,
@@ -54,31 +69,6 @@ import {
 import { commitWithFinal } from "./unit-of-work.js"
 import { endpointFromRow } from "./webhooks.js"
 
-const deliveryFromRow = (row: Row): Delivery => ({
-  id: row.id as string,
-  webhookId: row.webhook_id as string,
-  eventId: row.event_id as string,
-  eventType: row.event_type as string,
-  attempt: toNumber(row.attempt),
-  trigger: row.trigger as Delivery["trigger"],
-  status: row.status as Delivery["status"],
-  responseStatus: row.response_status === null ? null : toNumber(row.response_status),
-  responseBody: row.response_body as string | null,
-  error: row.error as string | null,
-  durationMs: row.duration_ms === null ? null : toNumber(row.duration_ms),
-  nextRetryAt: toMillisOrNull(row.next_retry_at),
-  sentAt: toMillisOrNull(row.sent_at),
-  createdAt: toMillis(row.created_at)
-})
-
-/** An attempt as the log shows it: a pending one with its due time as `nextRetryAt`. */
-const loggedFromRow = (row: Row): Delivery => {
-  const delivery = deliveryFromRow(row)
-  return delivery.status === "pending" && row.due_at !== null
-    ? { ...delivery, nextRetryAt: toMillis(row.due_at) }
-    : delivery
-}
-
 /**
  * A page of an endpoint's log within `filter`. Each filter is one condition that an index
  * of migration 5 serves with the list order (webhook, status or event type, created_at
@@ -90,7 +80,7 @@ export const listDeliveriesQuery = (
   page: PageRequest,
   filter: DeliveryFilter = noDeliveryFilter
 ) =>
-  sql<Row>`SELECT * FROM deliveries d
+  sql<DeliveryRow>`SELECT * FROM deliveries d
     WHERE ${sql.and([
       sql`d.webhook_id = ${webhookId}`,
       ...(filter.status === null ? [] : [sql`d.status = ${filter.status}`]),
@@ -119,7 +109,7 @@ export const recoverableEventsQuery = (
   after: ListPosition | null,
   limit: number
 ) =>
-  sql<Row>`SELECT e.*,
+  sql<RecoverableEventRow>`SELECT e.*,
       (SELECT coalesce(max(d.attempt), 0) FROM deliveries d
         WHERE d.webhook_id = ${endpoint.id} AND d.event_id = e.id) AS attempts_made
     FROM domain_events e
@@ -169,8 +159,8 @@ interface QueuePlace {
 }
 
 /** Queue order of an endpoint's rows: due time, then id. */
-const byQueueOrder = (a: Row, b: Row) =>
-  toMillis(a.due_at) - toMillis(b.due_at) || ((a.id as string) < (b.id as string) ? -1 : 1)
+const byQueueOrder = (a: DeliveryRow, b: DeliveryRow) =>
+  toMillis(a.due_at) - toMillis(b.due_at) || (a.id < b.id ? -1 : 1)
 
 export const PgDeliveryRepository = Layer.effect(
   DeliveryRepository,
@@ -186,19 +176,19 @@ export const PgDeliveryRepository = Layer.effect(
      * claim lock this transaction holds), with up to `waitingMax` of each one's due waiting
      * attempts counted.
      */
-    // Planned for the values of each run (a new name every five runs, reads.ts): with a long
+    // Planned for the values of each run (a new name every five runs, driver/README.md): with a long
     // history, the plan PostgreSQL settles on for any `now` reads two bitmap indexes per
     // endpoint where the one for this `now` walks the queue's index, 156 against 9.6 ms over
     // a million attempts (docs/history-partitions.md).
     const backlogs = (operation: string, now: number, held: boolean, waitingMax = 0) =>
-      planned(operation, backlogsStatement(now, waitingMax, held), (rows) => {
+      planned(operation, backlogsStatement(now, waitingMax, held), (rows: ReadonlyArray<BacklogRow>) => {
         const waitingBy = new Map<string, number>()
         const list = rows.map((row): DeliveryIsolation.EndpointBacklog => {
-          const webhookId = row.webhook_id as string
+          const webhookId = row.webhook_id
           waitingBy.set(webhookId, toNumber(row.waiting))
           return {
             webhookId,
-            workspaceId: (row.workspace_id as string | null) ?? null,
+            workspaceId: row.workspace_id ?? null,
             consecutiveFails: row.consecutive_fails === null ? 0 : toNumber(row.consecutive_fails),
             circuitOpenUntil: toMillisOrNull(row.circuit_open_until),
             rateLimit: row.rate_limit === null ? null : toNumber(row.rate_limit),
@@ -248,14 +238,14 @@ export const PgDeliveryRepository = Layer.effect(
               final(
                 "deliveries.claim",
                 leaseStatement(now, now + leaseMs, claimToken, counts, plan.nextSendAt),
-                (rows) => Exit.succeed(rows)
+                (rows: ReadonlyArray<LeasedDeliveryRow>) => Exit.succeed(rows)
               )
             )
             // In the fair order the plan made: a place is its endpoint's n-th attempt in queue order.
-            const byEndpoint = new Map<string, Array<Row>>()
+            const byEndpoint = new Map<string, Array<LeasedDeliveryRow>>()
             for (const row of leased) {
-              const queue = byEndpoint.get(row.webhook_id as string)
-              if (queue === undefined) byEndpoint.set(row.webhook_id as string, [row])
+              const queue = byEndpoint.get(row.webhook_id)
+              if (queue === undefined) byEndpoint.set(row.webhook_id, [row])
               else queue.push(row)
             }
             for (const queue of byEndpoint.values()) queue.sort(byQueueOrder)
@@ -275,15 +265,16 @@ export const PgDeliveryRepository = Layer.effect(
       activeEndpoints: (workspaceId) =>
         stored("deliveries.activeEndpoints")(
           Effect.map(
-            sql<Row>`SELECT * FROM webhook_endpoints WHERE workspace_id = ${workspaceId} AND status = 'active'
+            sql<WebhookEndpointRow>`SELECT * FROM webhook_endpoints WHERE workspace_id = ${workspaceId} AND status = 'active'
               ORDER BY created_at, id`,
             (rows) => rows.map(endpointFromRow)
           )
         ),
       endpoint: (webhookId) =>
         stored("deliveries.endpoint")(
-          Effect.map(sql<Row>`SELECT * FROM webhook_endpoints WHERE id = ${webhookId}`, (rows) =>
-            Option.map(Option.fromNullable(rows[0]), endpointFromRow)
+          Effect.map(
+            sql<WebhookEndpointRow>`SELECT * FROM webhook_endpoints WHERE id = ${webhookId}`,
+            (rows) => Option.map(Option.fromNullable(rows[0]), endpointFromRow)
           )
         ),
       enqueue: (deliveries, dueAt) =>
@@ -322,21 +313,27 @@ export const PgDeliveryRepository = Layer.effect(
         ),
       // A unit of work's last statement (UnitOfWork.commitWith): it may carry the COMMIT.
       completeMany: (attempts, claimToken, health) =>
-        final("deliveries.completeMany", completeManyStatement(attempts, claimToken, health), (rows) =>
-          Exit.succeed(rows.map((row) => row.id as string))
+        final(
+          "deliveries.completeMany",
+          completeManyStatement(attempts, claimToken, health),
+          (rows: ReadonlyArray<IdRow>) => Exit.succeed(rows.map((row) => row.id))
         ),
       dispatchSources: (deliveries) =>
         deliveries.length === 0
           ? Effect.succeed(new Map())
-          : step("deliveries.dispatchSources", dispatchSourcesStatement(deliveries), (rows) =>
-              Exit.succeed(dispatchSourcesFromRows(rows))
+          : step(
+              "deliveries.dispatchSources",
+              dispatchSourcesStatement(deliveries),
+              (rows: ReadonlyArray<DispatchSourcesRow>) => Exit.succeed(dispatchSourcesFromRows(rows))
             ),
       // In id order, as the port asks: batches of the same endpoints lock them alike.
       lockEndpoints: (ids) =>
         ids.length === 0
           ? Effect.succeed([])
-          : step("deliveries.lockEndpoints", lockEndpointsStatement(ids), (rows) =>
-              Exit.succeed(rows.map(endpointFromRow))
+          : step(
+              "deliveries.lockEndpoints",
+              lockEndpointsStatement(ids),
+              (rows: ReadonlyArray<WebhookEndpointRow>) => Exit.succeed(rows.map(endpointFromRow))
             ),
       reserveSend: (webhookId, at, spacingMs) =>
         step("deliveries.reserveSend", reserveSendStatement(webhookId, at, spacingMs), ([row]) =>
@@ -374,14 +371,14 @@ export const PgDeliveryRepository = Layer.effect(
       findInWebhook: (webhookId, id) =>
         stored("deliveries.findInWebhook")(
           Effect.map(
-            sql<Row>`SELECT * FROM deliveries WHERE id = ${id} AND webhook_id = ${webhookId}`,
+            sql<DeliveryRow>`SELECT * FROM deliveries WHERE id = ${id} AND webhook_id = ${webhookId}`,
             (rows) => Option.map(Option.fromNullable(rows[0]), loggedFromRow)
           )
         ),
       attemptsOf: (webhookId, eventId) =>
         stored("deliveries.attemptsOf")(
           Effect.map(
-            sql<Row>`SELECT * FROM deliveries WHERE webhook_id = ${webhookId} AND event_id = ${eventId}
+            sql<DeliveryRow>`SELECT * FROM deliveries WHERE webhook_id = ${webhookId} AND event_id = ${eventId}
               ORDER BY attempt, created_at, id`,
             (rows) => rows.map(deliveryFromRow)
           )
@@ -394,8 +391,9 @@ export const PgDeliveryRepository = Layer.effect(
         ),
       lockEndpoint: (webhookId) =>
         stored("deliveries.lockEndpoint")(
-          Effect.map(sql<Row>`SELECT * FROM webhook_endpoints WHERE id = ${webhookId} FOR UPDATE`, (rows) =>
-            Option.map(Option.fromNullable(rows[0]), endpointFromRow)
+          Effect.map(
+            sql<WebhookEndpointRow>`SELECT * FROM webhook_endpoints WHERE id = ${webhookId} FOR UPDATE`,
+            (rows) => Option.map(Option.fromNullable(rows[0]), endpointFromRow)
           )
         ),
       recoverableEvents: (endpoint, window, after, limit) =>
@@ -410,7 +408,7 @@ export const PgDeliveryRepository = Layer.effect(
           sql.withTransaction(
             Effect.gen(function* () {
               const [row] =
-                yield* sql<Row>`SELECT * FROM webhook_endpoints WHERE id = ${webhookId} FOR UPDATE`
+                yield* sql<WebhookEndpointRow>`SELECT * FROM webhook_endpoints WHERE id = ${webhookId} FOR UPDATE`
               if (row === undefined) return Option.none<OutcomeRecorded>()
               const before = endpointFromRow(row)
               const e = EndpointHealth.afterAttempt(before, outcome, disableAfterMs, isolation)

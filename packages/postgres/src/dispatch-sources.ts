@@ -6,25 +6,41 @@
  */
 import type { DispatchSources } from "@intake/domain"
 import { workspaceFromRow } from "./access.js"
-import { botFromRow, contactFromRow, eventFromRow, messageFromRow, submissionFromRow } from "./rows.js"
-import { fromJson, type Row } from "./storage.js"
+import {
+  botFromRow,
+  contactFromRow,
+  type DispatchSourcesRow,
+  eventFromRow,
+  type Json,
+  type MessageRow,
+  messageFromRow,
+  type SubmissionRow,
+  submissionFromRow
+} from "./rows.js"
+import { fromJson } from "./storage.js"
 import { endpointFromRow } from "./webhooks.js"
 
-const rowOrNull = <A>(value: unknown, from: (row: Row) => A): A | null =>
-  value === null || value === undefined ? null : from(fromJson<Row>(value))
+/** A row of a table, as json in the joined row (the type `from` reads it as), or null. */
+const rowOrNull = <R, A>(value: Json, from: (row: R) => A): A | null =>
+  value === null || value === undefined ? null : from(fromJson<R>(value))
 
-export const dispatchSourcesFromRows = (rows: ReadonlyArray<Row>): ReadonlyMap<string, DispatchSources> => {
+export const dispatchSourcesFromRows = (
+  rows: ReadonlyArray<DispatchSourcesRow>
+): ReadonlyMap<string, DispatchSources> => {
   const sources = new Map<string, DispatchSources>()
   for (const row of rows) {
-    const submission = rowOrNull(row.submission, (r) => submissionFromRow(r))
-    sources.set(row.delivery_id as string, {
+    const submission = rowOrNull(row.submission, (r: SubmissionRow) => submissionFromRow(r))
+    sources.set(row.delivery_id, {
       endpoint: rowOrNull(row.endpoint, endpointFromRow),
       workspace: rowOrNull(row.workspace, workspaceFromRow),
       event: rowOrNull(row.event, eventFromRow),
       submission:
         submission === null
           ? null
-          : { ...submission, messages: fromJson<ReadonlyArray<Row>>(row.messages ?? []).map(messageFromRow) },
+          : {
+              ...submission,
+              messages: fromJson<ReadonlyArray<MessageRow>>(row.messages ?? []).map(messageFromRow)
+            },
       bot: rowOrNull(row.bot, botFromRow),
       contact: rowOrNull(row.contact, contactFromRow)
     })

@@ -15,11 +15,7 @@ export const afterPosition = (
     : [sql`(${sql(alias)}.created_at, ${sql(alias)}.id) < (${toDate(after.createdAt)}, ${after.id})`]
 
 /** The page of rows fetched with `LIMIT limit + 1`: the extra row only says there is more. */
-export const pageFrom = <A>(
-  rows: ReadonlyArray<Record<string, unknown>>,
-  limit: number,
-  f: (row: Record<string, unknown>) => A
-): Page<A> => ({
+export const pageFrom = <R, A>(rows: ReadonlyArray<R>, limit: number, f: (row: R) => A): Page<A> => ({
   items: rows.slice(0, limit).map(f),
   hasMore: rows.length > limit
 })

@@ -16,7 +16,7 @@
  *   released, and the other servers' writes go on within seconds; a lock still not granted
  *   after `lockTimeout` fails its statement, which answers the sanitized 500 (docs/choices.md).
  * - `poolMode: "transaction"`: `url` is a transaction-mode pooler (PgBouncer): statements go
- *   unnamed (reads.ts), the two timeouts above are not sent as startup parameters (PgBouncer
+ *   unnamed (driver/README.md), the two timeouts above are not sent as startup parameters (PgBouncer
  *   1.18 refuses a connection that sends them; set them on the role or in the pooler), and
  *   LISTEN and the migrations use `directUrl`, straight to PostgreSQL (docs/deploy-postgres.md).
  */
@@ -26,11 +26,12 @@ import * as PgClient from "@effect/sql-pg/PgClient"
 import { ConnectionPool } from "@intake/domain"
 import { Context, Duration, Effect, Layer, Redacted } from "effect"
 import { Pool, type PoolClient } from "pg"
+import { makePgReads, PgReads, type PoolMode } from "./driver/direct-pool.js"
+import "./driver/pg-internals.js"
 import { reconnectingListen } from "./listen.js"
 import { poolTypes } from "./pg-types.js"
-import { makePgReads, PgReads, type PoolMode } from "./reads.js"
 
-export type { PoolMode } from "./reads.js"
+export type { PoolMode } from "./driver/direct-pool.js"
 
 export interface PostgresConfig {
   readonly url: Redacted.Redacted
@@ -83,10 +84,9 @@ const abandoned = new Error("released while a statement still waits for its answ
 
 /**
  * pg sets `readyForQuery` false when it sends a statement and true when the server says
- * it is done with it (not in @types/pg, but pg's own state since its first versions).
+ * it is done with it (driver/pg-internals.ts).
  */
-const awaitsAnswer = (client: PoolClient) =>
-  (client as unknown as { readonly readyForQuery?: boolean }).readyForQuery === false
+const awaitsAnswer = (client: PoolClient) => client.readyForQuery === false
 
 /** `release()` without an error puts a connection back; with one, the pool destroys it. */
 const guarded = (client: PoolClient) => {

@@ -1,11 +1,11 @@
 /**
  * The delivery engine's statements on PostgreSQL (docs/webhooks.md, "How the engine sends"),
- * each of one fixed text, so that it runs as a named prepared statement (reads.ts): parsed
+ * each of one fixed text, so that it runs as a named prepared statement (driver/README.md): parsed
  * and planned once per connection, not at each claim or batch. Lists go as one text
  * parameter split in SQL (ids never hold a comma), json rows as one json parameter.
  */
 import type { Delivery, WebhookEndpoint } from "@intake/domain"
-import type { SqlText } from "./reads.js"
+import type { SqlText } from "./driver/statement.js"
 
 /** Ids as one text parameter, split in SQL: the same on pg and PGlite (ids never hold a comma). */
 export const idList = (ids: ReadonlyArray<string>) => ids.join(",")
@@ -33,7 +33,7 @@ const CLAIM_LOCK_KEY = (webhookId: string) => `hashtextextended('intake:claim:' 
 /**
  * Every queued endpoint that no other claim holds, locked until the claim's transaction
  * ends. It answers no rows (the count forces the walk and its locks; no row passes `< 0`),
- * so it goes in one write with the backlogs' statement that follows (reads.ts, `defer`),
+ * so it goes in one write with the backlogs' statement that follows (driver/transaction-client.ts, `defer`),
  * which finds the endpoints this transaction holds in pg_locks.
  */
 export const lockQueuedEndpoints: SqlText = {

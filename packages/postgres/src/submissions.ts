@@ -1,4 +1,7 @@
-/** Bots, submissions with their messages, usage counters, contacts and the outbox on Postgres. */
+/**
+ * Submissions with their messages, usage counters, contacts and the outbox on Postgres.
+ * Statement style: the hot path (a create's statements, a page of submissions) as named prepared statements on `pg` (driver/statement-steps.ts, `statement` or { text, values } for texts built once), where `@effect/sql` cost as much CPU again (docs/performance.md, "Statements on pg"); everything else through `@effect/sql`'s sql`...`.
+ */
 import { SqlClient } from "@effect/sql"
 import type { SqlError } from "@effect/sql/SqlError"
 import {
@@ -8,7 +11,6 @@ import {
   type CreatedRange,
   type DomainEvent,
   EventOutbox,
-  IntakeBotRepository,
   type Message,
   type PageRequest,
   PlanLimitExceeded,
@@ -22,30 +24,26 @@ import {
   WireShapes
 } from "@intake/domain/internal"
 import { Effect, Exit, Layer, Option } from "effect"
-import { workspaceFromRow } from "./access.js"
 import { deliveryRow } from "./deliveries.js"
+import type { SqlText } from "./driver/statement.js"
+import { type DeferredStep, statementSteps } from "./driver/statement-steps.js"
+import { PgIntakeBotRepository } from "./intake-bots.js"
 import { QUOTA_USED_UP_SQLSTATE } from "./migrations.js"
-import { afterPosition, pageFrom } from "./paging.js"
-import { type DeferredStep, type SqlText, statement, statementSteps } from "./reads.js"
+import { pageFrom } from "./paging.js"
 import {
-  botFromRow,
+  type ContactForRow,
+  type ContactRow,
   contactFromRow,
+  type EventRow,
   eventFromRow,
+  type MessageRow,
   messageFromRow,
+  type SubmissionListRow,
+  type SubmissionRow,
   submissionFieldsFromRow,
   submissionFromRow
 } from "./rows.js"
-import { fromJson, hasSqlState, type Row, stored, toDate, toNumber } from "./storage.js"
-import { endpointFromRow } from "./webhooks.js"
-
-/** A page of a workspace's bots with each one's submission count (intake_bot_counts, kept by a trigger). */
-export const listBotsQuery = (sql: SqlClient.SqlClient, workspaceId: string, page: PageRequest) =>
-  sql<Row>`SELECT b.id, b.workspace_id, b.name, b.description, b.status, b.share_slug, b.schema,
-      b.schema_version, b.created_at, b.updated_at, coalesce(c.submissions, 0) AS submission_count
-    FROM intake_bots b LEFT JOIN intake_bot_counts c ON c.intake_bot_id = b.id
-    WHERE ${sql.and([sql`b.workspace_id = ${workspaceId}`, ...afterPosition(sql, "b", page.after)])}
-    ORDER BY b.created_at DESC, b.id DESC
-    LIMIT ${page.limit + 1}`
+import { hasSqlState, type Row, stored, toDate, toNumber } from "./storage.js"
 
 /**
  * A page of a bot's submissions within a created range, with each one's message_count, as
@@ -97,106 +95,8 @@ export const listSubmissionsQuery = (
   range: CreatedRange
 ) => {
   const { text, values } = listSubmissionsStatement(workspaceId, intakeBotId, page, range)
-  return sql.unsafe<Row>(text, values as Array<unknown>)
+  return sql.unsafe<SubmissionListRow>(text, values)
 }
-
-/** The bot joined to its workspace, with the workspace's endpoints as json (a create's first read). */
-const intakeTargetStatement = (id: string) =>
-  statement`SELECT b.*, row_to_json(w) AS workspace,
-      (SELECT coalesce(json_agg(e ORDER BY e.created_at, e.id), '[]'::json) FROM webhook_endpoints e
-        WHERE e.workspace_id = b.workspace_id) AS endpoints
-    FROM intake_bots b JOIN workspaces w ON w.id = b.workspace_id
-    WHERE b.id = ${id}`
-
-const intakeTargetInWorkspace = (id: string, workspaceId: string) =>
-  statement`SELECT b.*, row_to_json(w) AS workspace,
-      (SELECT coalesce(json_agg(e ORDER BY e.created_at, e.id), '[]'::json) FROM webhook_endpoints e
-        WHERE e.workspace_id = b.workspace_id) AS endpoints
-    FROM intake_bots b JOIN workspaces w ON w.id = b.workspace_id
-    WHERE b.id = ${id} AND b.workspace_id = ${workspaceId}`
-
-/** The bot with its workspace and endpoints, from intakeTargetStatement's row. */
-const intakeTargetFromRows = (rows: ReadonlyArray<Row>) =>
-  Exit.succeed(
-    Option.map(Option.fromNullable(rows[0]), (row) => {
-      const endpoints = fromJson<ReadonlyArray<Row>>(row.endpoints).map(endpointFromRow)
-      return {
-        bot: botFromRow(row),
-        workspace: workspaceFromRow(fromJson<Row>(row.workspace)),
-        activeEndpoints: endpoints.filter((endpoint) => endpoint.status === "active"),
-        inactiveEndpoints: endpoints.filter((endpoint) => endpoint.status !== "active")
-      }
-    })
-  )
-
-export const PgIntakeBotRepository = Layer.effect(
-  IntakeBotRepository,
-  Effect.zipWith(SqlClient.SqlClient, statementSteps, (sql, { step }) => {
-    const findOne = (rows: ReadonlyArray<Row>) => Option.map(Option.fromNullable(rows[0]), botFromRow)
-    return IntakeBotRepository.of({
-      insert: (bot) =>
-        stored("intakeBots.insert")(
-          Effect.asVoid(sql`INSERT INTO intake_bots (id, workspace_id, name, description, status, share_slug, schema, schema_version, created_at, updated_at)
-            VALUES (${bot.id}, ${bot.workspaceId}, ${bot.name}, ${bot.description}, ${bot.status}, ${bot.shareSlug},
-                    ${JSON.stringify(bot.schema)}::json, ${bot.schemaVersion}, ${toDate(bot.createdAt)}, ${toDate(bot.updatedAt)})`)
-        ),
-      update: (bot) =>
-        stored("intakeBots.update")(
-          Effect.asVoid(sql`UPDATE intake_bots SET name = ${bot.name}, description = ${bot.description}, status = ${bot.status},
-              share_slug = ${bot.shareSlug}, schema = ${JSON.stringify(bot.schema)}::json, schema_version = ${bot.schemaVersion},
-              updated_at = ${toDate(bot.updatedAt)}
-            WHERE id = ${bot.id}`)
-        ),
-      findById: (id) =>
-        stored("intakeBots.findById")(
-          Effect.map(sql<Row>`SELECT * FROM intake_bots WHERE id = ${id}`, findOne)
-        ),
-      // One read: the bot joined to its workspace, with the workspace's endpoints as json.
-      findIntakeTarget: (id, workspaceId) =>
-        step(
-          "intakeBots.findIntakeTarget",
-          workspaceId === null ? intakeTargetStatement(id) : intakeTargetInWorkspace(id, workspaceId),
-          intakeTargetFromRows
-        ),
-      findInWorkspace: (workspaceId, id) =>
-        stored("intakeBots.findInWorkspace")(
-          Effect.map(
-            sql<Row>`SELECT * FROM intake_bots WHERE id = ${id} AND workspace_id = ${workspaceId}`,
-            findOne
-          )
-        ),
-      // One query: each bot's count is its row of intake_bot_counts (none: no submission yet).
-      list: (workspaceId, page) =>
-        stored("intakeBots.list")(
-          Effect.map(listBotsQuery(sql, workspaceId, page), (rows) =>
-            pageFrom(rows, page.limit, (row) => ({
-              ...botFromRow(row),
-              submissionCount: toNumber(row.submission_count)
-            }))
-          )
-        ),
-      existingIds: (workspaceId, ids) =>
-        ids.length === 0
-          ? Effect.succeed([])
-          : stored("intakeBots.existingIds")(
-              Effect.map(
-                sql<Row>`SELECT id FROM intake_bots WHERE workspace_id = ${workspaceId} AND id IN ${sql.in([...new Set(ids)])}`,
-                (rows) => {
-                  const found = new Set(rows.map((row) => row.id as string))
-                  return [...new Set(ids)].filter((id) => found.has(id))
-                }
-              )
-            ),
-      slugExists: (slug) =>
-        stored("intakeBots.slugExists")(
-          Effect.map(
-            sql<Row>`SELECT 1 FROM intake_bots WHERE share_slug = ${slug}`,
-            (rows) => rows.length > 0
-          )
-        )
-    })
-  })
-)
 
 /**
  * A row of the list, whose workspace and bot are the ones it was read for: its data text and
@@ -204,9 +104,13 @@ export const PgIntakeBotRepository = Layer.effect(
  * (a spread copy of each of fifty rows cost about a tenth of a page's CPU; docs/performance.md,
  * Lists).
  */
-const listItemFromRow = (row: Row, workspaceId: string, intakeBotId: string): SubmissionListItem =>
+const listItemFromRow = (
+  row: SubmissionListRow,
+  workspaceId: string,
+  intakeBotId: string
+): SubmissionListItem =>
   Object.assign(submissionFieldsFromRow(row, workspaceId, intakeBotId), {
-    dataJson: row.data_json as string,
+    dataJson: row.data_json,
     messageCount: toNumber(row.message_count)
   })
 
@@ -355,25 +259,28 @@ export const PgSubmissionRepository = Layer.effect(
         ),
       findById: (id) =>
         stored("submissions.findById")(
-          Effect.map(sql<Row>`SELECT * FROM submissions WHERE id = ${id}`, (rows) =>
+          Effect.map(sql<SubmissionRow>`SELECT * FROM submissions WHERE id = ${id}`, (rows) =>
             Option.map(Option.fromNullable(rows[0]), (row) => submissionFromRow(row))
           )
         ),
       findInBot: (workspaceId, intakeBotId, id) =>
         stored("submissions.findInBot")(
           Effect.gen(function* () {
-            const [row] = yield* sql<Row>`SELECT * FROM submissions
+            const [row] = yield* sql<SubmissionRow>`SELECT * FROM submissions
               WHERE id = ${id} AND workspace_id = ${workspaceId} AND intake_bot_id = ${intakeBotId}`
             if (row === undefined) return Option.none()
             const messages =
-              yield* sql<Row>`SELECT * FROM messages WHERE submission_id = ${id} ORDER BY position`
+              yield* sql<MessageRow>`SELECT * FROM messages WHERE submission_id = ${id} ORDER BY position`
             return Option.some({ ...submissionFromRow(row), messages: messages.map(messageFromRow) })
           })
         ),
       // One query: message_count as the create kept it (migration 13).
       list: (workspaceId, intakeBotId, page, range) =>
-        planned("submissions.list", listSubmissionsStatement(workspaceId, intakeBotId, page, range), (rows) =>
-          Exit.succeed(pageFrom(rows, page.limit, (row) => listItemFromRow(row, workspaceId, intakeBotId)))
+        planned(
+          "submissions.list",
+          listSubmissionsStatement(workspaceId, intakeBotId, page, range),
+          (rows: ReadonlyArray<SubmissionListRow>) =>
+            Exit.succeed(pageFrom(rows, page.limit, (row) => listItemFromRow(row, workspaceId, intakeBotId)))
         ),
       replaceSummary: (id, summary, at) =>
         stored("submissions.replaceSummary")(
@@ -533,7 +440,7 @@ export const PgContactRepository = Layer.effect(
             text: "SELECT contact_id, created FROM intake_contact_for($1, $2, $3, $4, $5)",
             values: contactValues(c)
           },
-          ([row]) => {
+          ([row]: ReadonlyArray<ContactForRow>) => {
             const stored = ContactEvents.eventsForContact(
               events,
               queued,
@@ -547,7 +454,7 @@ export const PgContactRepository = Layer.effect(
       findById: (workspaceId, id) =>
         stored("contacts.findById")(
           Effect.map(
-            sql<Row>`SELECT * FROM contacts WHERE id = ${id} AND workspace_id = ${workspaceId}`,
+            sql<ContactRow>`SELECT * FROM contacts WHERE id = ${id} AND workspace_id = ${workspaceId}`,
             (rows) => Option.map(Option.fromNullable(rows[0]), contactFromRow)
           )
         )
@@ -562,7 +469,7 @@ export const PgEventOutbox = Layer.effect(
       append: outboxAppend(sql, deferred),
       findById: (id) =>
         stored("outbox.findById")(
-          Effect.map(sql<Row>`SELECT * FROM domain_events WHERE id = ${id}`, (rows) =>
+          Effect.map(sql<EventRow>`SELECT * FROM domain_events WHERE id = ${id}`, (rows) =>
             Option.map(Option.fromNullable(rows[0]), eventFromRow)
           )
         )

@@ -2,16 +2,19 @@
  * The summary job queue on Postgres: the `summary_jobs` rows, claimed with
  * `FOR UPDATE SKIP LOCKED` under a lease and ended conditionally on the claim token, as
  * the delivery queue is (deliveries.ts).
+ *
+ * Statement style: `@effect/sql`'s sql`...` throughout: none of these is on a request's hot path, so none pays for the driver's prepared statements (driver/README.md).
  */
 import { SqlClient } from "@effect/sql"
 import { type SummaryJob, SummaryJobRepository } from "@intake/domain"
 import { Effect, Layer, Option } from "effect"
+import type { SummaryJobRow } from "./rows.js"
 import { fromJson, jsonText, type Row, stored, toDate, toMillis, toNumber } from "./storage.js"
 
-const jobFromRow = (row: Row): SummaryJob => ({
-  submissionId: row.submission_id as string,
-  workspaceId: row.workspace_id as string,
-  intakeBotId: row.intake_bot_id as string,
+const jobFromRow = (row: SummaryJobRow): SummaryJob => ({
+  submissionId: row.submission_id,
+  workspaceId: row.workspace_id,
+  intakeBotId: row.intake_bot_id,
   attempts: toNumber(row.attempts),
   heldDeliveryIds: fromJson<ReadonlyArray<string>>(row.held_delivery_ids),
   createdAt: toMillis(row.created_at)
@@ -41,7 +44,7 @@ export const PgSummaryJobRepository = Layer.effect(
       claimDue: (now, limit, leaseMs, claimToken) =>
         stored("summaryJobs.claimDue")(
           Effect.map(
-            sql<Row>`UPDATE summary_jobs SET lease_until = ${toDate(now + leaseMs)}, claim_token = ${claimToken}
+            sql<SummaryJobRow>`UPDATE summary_jobs SET lease_until = ${toDate(now + leaseMs)}, claim_token = ${claimToken}
               WHERE submission_id IN (
                 SELECT submission_id FROM summary_jobs
                 WHERE due_at <= ${toDate(now)} AND (lease_until IS NULL OR lease_until <= ${toDate(now)})
@@ -53,8 +56,7 @@ export const PgSummaryJobRepository = Layer.effect(
               [...rows]
                 .sort(
                   (a, b) =>
-                    toMillis(a.due_at) - toMillis(b.due_at) ||
-                    ((a.submission_id as string) < (b.submission_id as string) ? -1 : 1)
+                    toMillis(a.due_at) - toMillis(b.due_at) || (a.submission_id < b.submission_id ? -1 : 1)
                 )
                 .map(jobFromRow)
           )

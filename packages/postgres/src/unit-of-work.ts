@@ -2,7 +2,9 @@ import { SqlClient } from "@effect/sql"
 import { SqlError } from "@effect/sql/SqlError"
 import { type StorageUnavailable, UnitOfWork } from "@intake/domain"
 import { Context, Effect, Layer, Option } from "effect"
-import { directTransaction, PgReads, TransactionClient } from "./reads.js"
+import { PgReads } from "./driver/direct-pool.js"
+import { directTransaction } from "./driver/direct-transaction.js"
+import { TransactionClient } from "./driver/transaction-client.js"
 import { sqlDefectsAsFailures, storageFailure } from "./storage.js"
 
 /** The unit of work's own client on PostgreSQL (none on PGlite, or outside a unit of work). */
@@ -20,7 +22,7 @@ const withEnclosing = <A, E, R>(
 
 /**
  * Marks `step` as its unit of work's (or transaction's) last: on PostgreSQL, in a unit of
- * work of its own (not nested), its final statement carries the COMMIT (reads.ts); elsewhere
+ * work of its own (not nested), its final statement carries the COMMIT (driver/README.md); elsewhere
  * it runs as it is.
  */
 export const commitWithFinal = <A, E, R>(step: Effect.Effect<A, E, R>) =>
@@ -34,7 +36,7 @@ export const commitWithFinal = <A, E, R>(step: Effect.Effect<A, E, R>) =>
  * A unit of work is one database transaction (READ COMMITTED: the repositories take
  * the locks their rules need). One nested in another runs in it as it is: a savepoint
  * would cost a round trip, and nothing undoes part of a unit of work (see ports.ts).
- * On PostgreSQL it is a client of the pool checked out for it (reads.ts); on PGlite,
+ * On PostgreSQL it is a client of the pool checked out for it (driver/README.md); on PGlite,
  * `@effect/sql`'s transaction. `commitWith` marks a step as the unit's last: on PostgreSQL
  * its final statement is sent with the COMMIT, unless it runs in a nested unit of work.
  */

@@ -1,4 +1,7 @@
-/** Webhook endpoints and the idempotency store on Postgres. */
+/**
+ * Webhook endpoints and the idempotency store on Postgres.
+ * Statement style: the hot path (the idempotency store's claim and stored response) as named prepared statements on `pg` (driver/statement-steps.ts, `statement` or { text, values } for texts built once), where `@effect/sql` cost as much CPU again (docs/performance.md, "Statements on pg"); everything else through `@effect/sql`'s sql`...`.
+ */
 import { SqlClient } from "@effect/sql"
 import {
   type IdempotencyClaim,
@@ -14,9 +17,11 @@ import {
   WebhookRepository
 } from "@intake/domain"
 import { Effect, Exit, Layer, Option } from "effect"
+import { statement } from "./driver/statement.js"
+import { statementSteps } from "./driver/statement-steps.js"
 import { IDEMPOTENCY_CLAIM_NOT_FRESH_SQLSTATE, IDEMPOTENCY_RECORD_EXISTS_SQLSTATE } from "./migrations.js"
 import { afterPosition, pageFrom } from "./paging.js"
-import { statement, statementSteps } from "./reads.js"
+import type { CurrentRow, IdRow, WebhookEndpointRow } from "./rows.js"
 import {
   fromJson,
   hasSqlState,
@@ -32,24 +37,24 @@ import {
 
 /** A page of a workspace's webhook endpoints, newest first. */
 export const listWebhooksQuery = (sql: SqlClient.SqlClient, workspaceId: string, page: PageRequest) =>
-  sql<Row>`SELECT * FROM webhook_endpoints w
+  sql<WebhookEndpointRow>`SELECT * FROM webhook_endpoints w
     WHERE ${sql.and([sql`w.workspace_id = ${workspaceId}`, ...afterPosition(sql, "w", page.after)])}
     ORDER BY w.created_at DESC, w.id DESC
     LIMIT ${page.limit + 1}`
 
-export const endpointFromRow = (row: Row): WebhookEndpoint => ({
-  id: row.id as string,
-  workspaceId: row.workspace_id as string,
-  url: row.url as string,
+export const endpointFromRow = (row: WebhookEndpointRow): WebhookEndpoint => ({
+  id: row.id,
+  workspaceId: row.workspace_id,
+  url: row.url,
   events: fromJson<WebhookEndpoint["events"]>(row.events),
-  status: row.status as WebhookEndpoint["status"],
-  description: row.description as string,
+  status: row.status,
+  description: row.description,
   intakeBotIds: fromJson<WebhookEndpoint["intakeBotIds"]>(row.intake_bot_ids),
-  secret: row.secret as string,
-  previousSecret: (row.previous_secret ?? null) as string | null,
+  secret: row.secret,
+  previousSecret: row.previous_secret ?? null,
   previousSecretExpiresAt: toMillisOrNull(row.previous_secret_expires_at ?? null),
   lastDeliveryAt: toMillisOrNull(row.last_delivery_at),
-  lastDeliveryOk: row.last_delivery_ok as boolean | null,
+  lastDeliveryOk: row.last_delivery_ok,
   consecutiveFails: toNumber(row.consecutive_fails),
   failingSince: toMillisOrNull(row.failing_since),
   rateLimit: row.rate_limit === null ? null : toNumber(row.rate_limit),
@@ -61,7 +66,8 @@ export const endpointFromRow = (row: Row): WebhookEndpoint => ({
 export const PgWebhookRepository = Layer.effect(
   WebhookRepository,
   Effect.map(SqlClient.SqlClient, (sql) => {
-    const findOne = (rows: ReadonlyArray<Row>) => Option.map(Option.fromNullable(rows[0]), endpointFromRow)
+    const findOne = (rows: ReadonlyArray<WebhookEndpointRow>) =>
+      Option.map(Option.fromNullable(rows[0]), endpointFromRow)
     return WebhookRepository.of({
       // The workspace's advisory lock serializes the count and the insert.
       insertWithinCap: (e, max) =>
@@ -70,7 +76,7 @@ export const PgWebhookRepository = Layer.effect(
             Effect.gen(function* () {
               yield* sql`SELECT pg_advisory_xact_lock(hashtextextended(${`intake:webhooks:${e.workspaceId}`}, 0))`
               const [counted] =
-                yield* sql<Row>`SELECT count(*) AS current FROM webhook_endpoints WHERE workspace_id = ${e.workspaceId}`
+                yield* sql<CurrentRow>`SELECT count(*) AS current FROM webhook_endpoints WHERE workspace_id = ${e.workspaceId}`
               const current = toNumber(counted?.current ?? 0)
               if (current >= max)
                 return yield* new PlanLimitExceeded({
@@ -106,7 +112,7 @@ export const PgWebhookRepository = Layer.effect(
       rotateSecret: (workspaceId, id, secret, previousExpiresAt, now) =>
         stored("webhooks.rotateSecret")(
           Effect.map(
-            sql<Row>`UPDATE webhook_endpoints SET secret = ${secret},
+            sql<WebhookEndpointRow>`UPDATE webhook_endpoints SET secret = ${secret},
                 previous_secret = ${previousExpiresAt === null ? sql`NULL` : sql`secret`},
                 previous_secret_expires_at = ${toDateOrNull(previousExpiresAt)}, updated_at = ${toDate(now)}
               WHERE id = ${id} AND workspace_id = ${workspaceId}
@@ -117,7 +123,7 @@ export const PgWebhookRepository = Layer.effect(
       findInWorkspace: (workspaceId, id) =>
         stored("webhooks.findInWorkspace")(
           Effect.map(
-            sql<Row>`SELECT * FROM webhook_endpoints WHERE id = ${id} AND workspace_id = ${workspaceId}`,
+            sql<WebhookEndpointRow>`SELECT * FROM webhook_endpoints WHERE id = ${id} AND workspace_id = ${workspaceId}`,
             findOne
           )
         ),
@@ -130,7 +136,7 @@ export const PgWebhookRepository = Layer.effect(
       delete: (workspaceId, id) =>
         stored("webhooks.delete")(
           Effect.map(
-            sql<Row>`DELETE FROM webhook_endpoints WHERE id = ${id} AND workspace_id = ${workspaceId} RETURNING id`,
+            sql<IdRow>`DELETE FROM webhook_endpoints WHERE id = ${id} AND workspace_id = ${workspaceId} RETURNING id`,
             (rows) => rows.length > 0
           )
         )

@@ -19,7 +19,7 @@ import {
 } from "@intake/domain"
 import { newIntakeBot, validSubmissionData } from "@intake/testing"
 import { Clock, Deferred, Duration, Effect, Either, Fiber, Layer, Option } from "effect"
-import { PgReads } from "../src/reads.js"
+import { PgReads } from "../src/driver/direct-pool.js"
 import { instancePortsOn, PostgresTestDatabase } from "../src/testing.js"
 import { describePostgres } from "./support.js"
 

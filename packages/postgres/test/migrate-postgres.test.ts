@@ -7,9 +7,10 @@ import { SqlClient } from "@effect/sql"
 import * as PgClient from "@effect/sql-pg/PgClient"
 import { expect, it } from "@effect/vitest"
 import { Effect, Redacted } from "effect"
+import { listBotsQuery } from "../src/intake-bots.js"
 import { migrations } from "../src/migrations.js"
 import { runMigrations } from "../src/migrator.js"
-import { listBotsQuery, listSubmissionsQuery } from "../src/submissions.js"
+import { listSubmissionsQuery } from "../src/submissions.js"
 import { freshDatabaseUrl } from "../src/testing.js"
 import { describePostgres } from "./support.js"
 
@@ -84,8 +85,9 @@ describePostgres("on PostgreSQL", () => {
           yield* sql`INSERT INTO submissions SELECT 'sub_' || i, 'ws_1', CASE WHEN i <= 5 THEN 'bot_1' ELSE 'bot_2' END,
               '{}', 'COMPLETED', '', false, 0, 1, now(), now()
             FROM generate_series(1, 7) i`
-          const countsOf = (rows: ReadonlyArray<Record<string, unknown>>) =>
-            Object.fromEntries(rows.map((row) => [row.id, Number(row.submission_count)]))
+          const countsOf = (
+            rows: ReadonlyArray<{ readonly id?: unknown; readonly submission_count?: unknown }>
+          ) => Object.fromEntries(rows.map((row) => [row.id, Number(row.submission_count)]))
           expect(countsOf(yield* sql`SELECT id, submission_count FROM intake_bots`)).toEqual({
             bot_1: 5,
             bot_2: 2,

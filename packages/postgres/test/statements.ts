@@ -10,7 +10,8 @@
 import { AsyncLocalStorage, AsyncResource } from "node:async_hooks"
 import { PGlite, type Transaction } from "@electric-sql/pglite"
 import pg from "pg"
-import { carriedStatements, carriesCommit } from "../src/reads.js"
+import { carriesCommit } from "../src/driver/committing-query.js"
+import { carriedStatements } from "../src/driver/prepared-query.js"
 
 type Method = (...args: Array<unknown>) => unknown
 
