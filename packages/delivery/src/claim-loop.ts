@@ -1,8 +1,9 @@
 /**
  * The loop the dispatcher and the summary runner share: claim as many due items as there
  * are free slots, run each in a fiber of its own, then sleep until the earliest item is due
- * (at most `pollIntervalMs`), a wake-up comes or a slot frees. With every slot busy it waits
- * for a slot only: a wake-up or a look at the queue could claim nothing. Claims are leased,
+ * (at most `pollIntervalMs`), a wake-up comes or, when a limit left due items waiting, a slot
+ * frees. With every slot busy it waits for a slot only: a wake-up or a look at the queue could
+ * claim nothing. Claims are leased,
  * so any number of loops may share one store.
  *
  * Claiming and starting are uninterruptible: a stopping loop (its scope closing) never
@@ -103,12 +104,19 @@ export const claimLoop = <A>(options: ClaimLoopOptions<A>): Effect.Effect<never,
         // It took all that was due: a freed slot brings nothing new, new items or the poll do.
         else if (claimed > 0 && !more)
           yield* Effect.race(options.wakeup, Effect.sleep(Duration.millis(options.pollIntervalMs)))
-        else {
+        // It found nothing and nothing due was left waiting (another claim took it, or none is
+        // due): a freed slot brings nothing new either; a wake-up or the next due time does
+        // (docs/webhooks.md, "Wake-ups"). The slot freed meanwhile is forgotten.
+        else if (claimed === 0 && !more) {
           // Asked before the race, not inside it: interrupting a query makes @effect/sql-pg
           // send pg_cancel_backend, which can hit the next statement on that connection.
-          // Only when the claim found nothing: after one that took some, the items it started
-          // free their slots soon and the next claim looks again, so the queue's walk for
-          // the next due time is spared while there is work (docs/webhooks.md, "How the engine sends").
+          const ms = yield* sleepMs
+          yield* Queue.takeAll(slotFreed)
+          yield* Effect.race(options.wakeup, Effect.sleep(Duration.millis(ms)))
+        } else {
+          // Due items were left waiting (a limit stopped the claim): a freed slot may take them.
+          // The queue's walk for the next due time is spared while there is work
+          // (docs/webhooks.md, "How the engine sends"): the items started free their slots soon.
           const ms = claimed === 0 ? yield* sleepMs : options.pollIntervalMs
           yield* Effect.race(
             Effect.race(options.wakeup, Queue.take(slotFreed)),
