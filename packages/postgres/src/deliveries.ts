@@ -68,10 +68,16 @@ const deliveryFromRow = (row: Row): Delivery => ({
   durationMs: row.duration_ms === null ? null : toNumber(row.duration_ms),
   nextRetryAt: toMillisOrNull(row.next_retry_at),
   sentAt: toMillisOrNull(row.sent_at),
-  createdAt: toMillis(row.created_at)
+  createdAt: toMillis(row.created_at),
+  ...(typeof row.request_id === "string" ? { requestId: row.request_id } : {})
 })
 
-/** An attempt as the log shows it: a pending one with its due time as `nextRetryAt`. */
+/**
+ * An attempt as the log shows it: a pending one with its due time as `nextRetryAt`, and the
+ * request id of its event (docs/operations.md, Request ids). The log's reads join the event
+ * by its primary key, one lookup a row of the page; none when no request raised the event,
+ * or once it is purged.
+ */
 const loggedFromRow = (row: Row): Delivery => {
   const delivery = deliveryFromRow(row)
   return delivery.status === "pending" && row.due_at !== null
@@ -83,6 +89,7 @@ const loggedFromRow = (row: Row): Delivery => {
  * A page of an endpoint's log within `filter`. Each filter is one condition that an index
  * of migration 5 serves with the list order (webhook, status or event type, created_at
  * desc, id desc); a submission's attempts are those of its events (domain_events_submission).
+ * Each row's event is read by its primary key, for its request id (loggedFromRow).
  */
 export const listDeliveriesQuery = (
   sql: SqlClient.SqlClient,
@@ -90,7 +97,7 @@ export const listDeliveriesQuery = (
   page: PageRequest,
   filter: DeliveryFilter = noDeliveryFilter
 ) =>
-  sql<Row>`SELECT * FROM deliveries d
+  sql<Row>`SELECT d.*, e.request_id FROM deliveries d LEFT JOIN domain_events e ON e.id = d.event_id
     WHERE ${sql.and([
       sql`d.webhook_id = ${webhookId}`,
       ...(filter.status === null ? [] : [sql`d.status = ${filter.status}`]),
@@ -98,7 +105,7 @@ export const listDeliveriesQuery = (
       ...(filter.submissionId === null
         ? []
         : [
-            sql`d.event_id IN (SELECT e.id FROM domain_events e WHERE e.submission_id = ${filter.submissionId})`
+            sql`d.event_id IN (SELECT raised.id FROM domain_events raised WHERE raised.submission_id = ${filter.submissionId})`
           ]),
       ...(filter.createdAfter === null ? [] : [sql`d.created_at >= ${toDate(filter.createdAfter)}`]),
       ...(filter.createdBefore === null ? [] : [sql`d.created_at <= ${toDate(filter.createdBefore)}`]),
@@ -374,7 +381,8 @@ export const PgDeliveryRepository = Layer.effect(
       findInWebhook: (webhookId, id) =>
         stored("deliveries.findInWebhook")(
           Effect.map(
-            sql<Row>`SELECT * FROM deliveries WHERE id = ${id} AND webhook_id = ${webhookId}`,
+            sql<Row>`SELECT d.*, e.request_id FROM deliveries d LEFT JOIN domain_events e ON e.id = d.event_id
+              WHERE d.id = ${id} AND d.webhook_id = ${webhookId}`,
             (rows) => Option.map(Option.fromNullable(rows[0]), loggedFromRow)
           )
         ),
