@@ -3,14 +3,13 @@
  * The same bytes as @effect/opentelemetry's own encoder (OtlpSerialization.layerProtobuf),
  * which builds a small array per field and copies each message into its parent with BigInt
  * varints: with every request recorded, that encoding cost more CPU than the request's own
- * spans (docs/performance.md, "Traces"). Sizes are counted first, so each
+ * spans (docs/operations.md, Traces). Sizes are counted first, so each
  * length-delimited field is written once, in place.
  *
  * The messages are those of opentelemetry-proto (trace/v1, common/v1, resource/v1), as the
  * exporter hands them over: OtlpTracer's spans, resource and scope.
  */
-import type { HttpBody } from "@effect/platform"
-import * as HttpBodyModule from "@effect/platform/HttpBody"
+import * as HttpBody from "@effect/platform/HttpBody"
 
 interface AnyValue {
   readonly stringValue?: string | null
@@ -89,8 +88,10 @@ const varintSize = (value: number): number => {
 /** A length-delimited field of `length` bytes, with a one-byte tag (field numbers below 16). */
 const delimited = (length: number) => 1 + varintSize(length) + length
 const stringSize = (value: string) => delimited(Buffer.byteLength(value, "utf8"))
-const optionalString = (value: string | undefined) => (value === undefined || value === "" ? 0 : stringSize(value))
-const countSize = (value: number | undefined) => (value !== undefined && value > 0 ? 1 + varintSize(value) : 0)
+const optionalString = (value: string | undefined) =>
+  value === undefined || value === "" ? 0 : stringSize(value)
+const countSize = (value: number | undefined) =>
+  value !== undefined && value > 0 ? 1 + varintSize(value) : 0
 
 const anyValueSize = (value: AnyValue): number => {
   if (value.stringValue !== undefined && value.stringValue !== null) return stringSize(value.stringValue)
@@ -143,7 +144,9 @@ const scopeSize = (scope: Scope) =>
   (scope.attributes ? listSize(scope.attributes, keyValueSize) : 0) +
   countSize(scope.droppedAttributesCount)
 const scopeSpansSize = (scopeSpans: ScopeSpans) =>
-  delimited(scopeSize(scopeSpans.scope)) + listSize(scopeSpans.spans, spanSize) + optionalString(scopeSpans.schemaUrl)
+  delimited(scopeSize(scopeSpans.scope)) +
+  listSize(scopeSpans.spans, spanSize) +
+  optionalString(scopeSpans.schemaUrl)
 const resourceSpansSize = (resourceSpans: ResourceSpans) =>
   delimited(attributedSize(resourceSpans.resource)) +
   listSize(resourceSpans.scopeSpans, scopeSpansSize) +
@@ -211,7 +214,8 @@ class Writer {
   }
 
   anyValue(value: AnyValue) {
-    if (value.stringValue !== undefined && value.stringValue !== null) return this.string(1, value.stringValue)
+    if (value.stringValue !== undefined && value.stringValue !== null)
+      return this.string(1, value.stringValue)
     if (value.boolValue !== undefined && value.boolValue !== null) {
       this.tag(2, 0)
       return this.byte(value.boolValue ? 1 : 0)
@@ -316,10 +320,12 @@ class Writer {
 /** `data` as an ExportTraceServiceRequest in protobuf. */
 export const encodeTraces = (data: TracesData): Uint8Array => {
   const writer = new Writer(Buffer.allocUnsafe(listSize(data.resourceSpans, resourceSpansSize)))
-  writer.list(1, data.resourceSpans, resourceSpansSize, (resourceSpans) => writer.resourceSpans(resourceSpans))
+  writer.list(1, data.resourceSpans, resourceSpansSize, (resourceSpans) =>
+    writer.resourceSpans(resourceSpans)
+  )
   return writer.bytes
 }
 
 /** The request body of a batch of spans (OtlpSerialization's `traces`). */
 export const tracesBody = (data: unknown): HttpBody.HttpBody =>
-  HttpBodyModule.uint8Array(encodeTraces(data as TracesData), "application/x-protobuf")
+  HttpBody.uint8Array(encodeTraces(data as TracesData), "application/x-protobuf")

@@ -54,57 +54,69 @@ const data = (spans: ReadonlyArray<ReturnType<typeof span>>): TracesData => ({
 })
 
 describe("encodeTraces", () => {
-  it.effect("writes what @effect/opentelemetry writes: a batch of request, operation and statement spans", () =>
-    Effect.gen(function* () {
-      const batch = data([
-        span(),
-        span({ spanId: "1111111111111111", parentSpanId: "00f067aa0ba902b7", name: "createSubmission", kind: 1 }),
-        span({ spanId: "2222222222222222", parentSpanId: "1111111111111111", name: "sql insert", kind: 3 })
-      ])
-      expect(Buffer.from(encodeTraces(batch))).toEqual(Buffer.from(yield* libraryBytes(batch)))
-    })
+  it.effect(
+    "writes what @effect/opentelemetry writes: a batch of request, operation and statement spans",
+    () =>
+      Effect.gen(function* () {
+        const batch = data([
+          span(),
+          span({
+            spanId: "1111111111111111",
+            parentSpanId: "00f067aa0ba902b7",
+            name: "createSubmission",
+            kind: 1
+          }),
+          span({ spanId: "2222222222222222", parentSpanId: "1111111111111111", name: "sql insert", kind: 3 })
+        ])
+        expect(Buffer.from(encodeTraces(batch))).toEqual(Buffer.from(yield* libraryBytes(batch)))
+      })
   )
 
-  it.effect("and every other field: a failed span's status and exception event, links, flags, numbers, lists", () =>
-    Effect.gen(function* () {
-      const batch = data([
-        span({
-          attributes: [
-            { key: "ratio", value: { doubleValue: 0.25 } },
-            { key: "big", value: { intValue: 2 ** 40 + 3 } },
-            { key: "zero", value: { intValue: 0 } },
-            { key: "ok", value: { boolValue: false } },
-            { key: "yes", value: { boolValue: true } },
-            { key: "list", value: { arrayValue: { values: [{ stringValue: "a" }, { intValue: 300 }] } } },
-            { key: "map", value: { kvlistValue: { values: [{ key: "k", value: { stringValue: "v" } }] } } }
-          ],
-          droppedAttributesCount: 2,
-          events: [
-            {
-              name: "exception",
-              timeUnixNano: "1795831137020631021",
-              attributes: [{ key: "exception.message", value: { stringValue: "boom" } }],
-              droppedAttributesCount: 0
-            }
-          ],
-          droppedEventsCount: 1,
-          links: [
-            {
-              traceId: "0af7651916cd43dd8448eb211c80319c",
-              spanId: "b7ad6b7169203331",
-              attributes: [],
-              droppedAttributesCount: 0
-            }
-          ],
-          droppedLinksCount: 3,
-          status: { code: 2, message: "StorageUnavailable: the database did not answer" }
-        }),
-        // A span of 300 attributes: lengths past one varint byte, at every level.
-        span({
-          attributes: Array.from({ length: 300 }, (_, i) => ({ key: `k${i}`, value: { stringValue: "v".repeat(i) } }))
-        })
-      ])
-      expect(Buffer.from(encodeTraces(batch))).toEqual(Buffer.from(yield* libraryBytes(batch)))
-    })
+  it.effect(
+    "and every other field: a failed span's status and exception event, links, flags, numbers, lists",
+    () =>
+      Effect.gen(function* () {
+        const batch = data([
+          span({
+            attributes: [
+              { key: "ratio", value: { doubleValue: 0.25 } },
+              { key: "big", value: { intValue: 2 ** 40 + 3 } },
+              { key: "zero", value: { intValue: 0 } },
+              { key: "ok", value: { boolValue: false } },
+              { key: "yes", value: { boolValue: true } },
+              { key: "list", value: { arrayValue: { values: [{ stringValue: "a" }, { intValue: 300 }] } } },
+              { key: "map", value: { kvlistValue: { values: [{ key: "k", value: { stringValue: "v" } }] } } }
+            ],
+            droppedAttributesCount: 2,
+            events: [
+              {
+                name: "exception",
+                timeUnixNano: "1795831137020631021",
+                attributes: [{ key: "exception.message", value: { stringValue: "boom" } }],
+                droppedAttributesCount: 0
+              }
+            ],
+            droppedEventsCount: 1,
+            links: [
+              {
+                traceId: "0af7651916cd43dd8448eb211c80319c",
+                spanId: "b7ad6b7169203331",
+                attributes: [],
+                droppedAttributesCount: 0
+              }
+            ],
+            droppedLinksCount: 3,
+            status: { code: 2, message: "StorageUnavailable: the database did not answer" }
+          }),
+          // A span of 300 attributes: lengths past one varint byte, at every level.
+          span({
+            attributes: Array.from({ length: 300 }, (_, i) => ({
+              key: `k${i}`,
+              value: { stringValue: "v".repeat(i) }
+            }))
+          })
+        ])
+        expect(Buffer.from(encodeTraces(batch))).toEqual(Buffer.from(yield* libraryBytes(batch)))
+      })
   )
 })

@@ -911,7 +911,7 @@ export const statementSteps: Effect.Effect<
               Effect.withFiberRuntime((fiber) =>
                 fiber.getFiberRef(FiberRef.currentTracerEnabled)
                   ? // A leaf: the span is not made the parent of the step (useSpan, not withSpan), which
-                    // spares a copy of the fiber's services per statement (docs/performance.md, Traces).
+                    // spares a copy of the fiber's services per statement (docs/operations.md, Traces).
                     Effect.useSpan(
                       `sql ${operation}`,
                       {

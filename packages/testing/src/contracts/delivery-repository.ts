@@ -252,8 +252,18 @@ export const deliveryRepositoryContract = (name: string, theLayer: Layer.Layer<P
         const notice = domainEventRecord(submission)
         yield* outbox.append([raised, notice])
         const pending = aDelivery({ webhookId: endpoint.id, eventId: raised.id, createdAt: 1_000 })
-        const finished = aDelivery({ webhookId: endpoint.id, eventId: raised.id, status: "failed", createdAt: 2_000 })
-        const unraised = aDelivery({ webhookId: endpoint.id, eventId: notice.id, status: "succeeded", createdAt: 3_000 })
+        const finished = aDelivery({
+          webhookId: endpoint.id,
+          eventId: raised.id,
+          status: "failed",
+          createdAt: 2_000
+        })
+        const unraised = aDelivery({
+          webhookId: endpoint.id,
+          eventId: notice.id,
+          status: "succeeded",
+          createdAt: 3_000
+        })
         yield* repo.enqueue([pending], 5_000)
         yield* repo.insertFinished(finished)
         yield* repo.insertFinished(unraised)
