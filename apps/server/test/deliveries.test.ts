@@ -191,6 +191,56 @@ layer(realServer({ allowPrivateNetworks: true, retrySchedule: [100, 200] }), { e
       })
     )
 
+    it.scoped(
+      "each attempt names the X-Request-Id of the create that raised its event: in the log, read alone and redelivered",
+      () =>
+        Effect.gen(function* () {
+          const baseUrl = yield* BaseUrl
+          const tenant = yield* provision(baseUrl)
+          const receiver = yield* localReceiver()
+          const webhook = yield* givenWebhook(baseUrl, tenant.key, receiver.url, [
+            "submission.completed",
+            "contact.created"
+          ])
+          const requestId = `req_deliveries-${crypto.randomUUID()}`
+          dataOf(
+            yield* call(baseUrl, "POST", `/v1/intake-bots/${tenant.botId}/submissions`, {
+              key: tenant.key,
+              headers: { "x-request-id": requestId },
+              body: { data: { name: "Ada Lovelace", email: "ada@example.com", topic: "sales" } }
+            }),
+            201
+          )
+          yield* eventually(() => receiver.received.length === 2)
+          const attempts: Array<{ id: string; request_id: string | null }> = yield* settledDeliveries(
+            baseUrl,
+            tenant.key,
+            webhook.id,
+            2
+          )
+          expect(attempts.map((d) => d.request_id)).toEqual([requestId, requestId])
+          const one = yield* call(
+            baseUrl,
+            "GET",
+            `/v1/webhooks/${webhook.id}/deliveries/${attempts[0]!.id}`,
+            {
+              key: tenant.key
+            }
+          )
+          expect(dataOf(one).delivery.request_id).toBe(requestId)
+          const again = yield* call(
+            baseUrl,
+            "POST",
+            `/v1/webhooks/${webhook.id}/deliveries/${attempts[0]!.id}/redeliver`,
+            { key: tenant.key }
+          )
+          expect(dataOf(again).delivery.request_id).toBe(requestId)
+          // A test event is raised by no create.
+          const test = yield* call(baseUrl, "POST", `/v1/webhooks/${webhook.id}/test`, { key: tenant.key })
+          expect(dataOf(test).delivery.request_id).toBeNull()
+        })
+    )
+
     it.scoped("lists deliveries newest first in pages", () =>
       Effect.gen(function* () {
         const baseUrl = yield* BaseUrl

@@ -72,7 +72,8 @@ const delivery = {
   duration_ms: 42,
   next_retry_at: null,
   sent_at: CREATED,
-  created_at: CREATED
+  created_at: CREATED,
+  request_id: null
 }
 
 /** Per operation: the request body (for those that take one) and the success answer. */

@@ -195,7 +195,8 @@ export const deliveryToWire = (delivery: Delivery): DeliveryWire => ({
   duration_ms: delivery.durationMs,
   next_retry_at: isoOrNull(delivery.nextRetryAt),
   sent_at: isoOrNull(delivery.sentAt),
-  created_at: isoTimestamp(delivery.createdAt)
+  created_at: isoTimestamp(delivery.createdAt),
+  request_id: delivery.requestId ?? null
 })
 
 export const workspaceToWire = (workspace: Workspace): WorkspaceWire => ({

@@ -311,6 +311,10 @@ export const DeliveryWire = Schema.Struct({
   created_at: Timestamp.annotations({
     description:
       "when the attempt was recorded: a first attempt with its event, a retry when it was scheduled, a test, redeliver or recover when asked for"
+  }),
+  request_id: Schema.NullOr(Schema.String).annotations({
+    description:
+      "the X-Request-Id of the request that raised the event (a create); null for events no request raised (a test, a summary's release, a disable notice) and once the event is purged"
   })
 }).annotations({ identifier: "Delivery" })
 

@@ -225,6 +225,8 @@ export interface Delivery {
   /** When the request left for the receiver; null while pending and for an attempt never sent. */
   readonly sent_at: Timestamp | null
   readonly created_at: Timestamp
+  /** The X-Request-Id of the request that raised the event; null when none did (a test, a notice). */
+  readonly request_id: string | null
 }
 
 export interface DeliveryListPage {

@@ -85,10 +85,18 @@ const writeFinished = (t: Tables, write: Writer, { finished, next }: FinishedAtt
   }
 }
 
-/** An attempt as the log shows it: a pending one with its due time as `nextRetryAt`. */
+/**
+ * An attempt as the log shows it: a pending one with its due time as `nextRetryAt`, each with
+ * its event's request id (the event is looked up, as PostgreSQL's log read joins it).
+ */
 const asLogged = (t: Tables, delivery: Delivery): Delivery => {
   const queued = delivery.status === "pending" ? t.deliveryQueue.get(delivery.id) : undefined
-  return queued === undefined ? delivery : { ...delivery, nextRetryAt: queued.dueAt }
+  const requestId = t.events.get(delivery.eventId)?.requestId
+  return {
+    ...delivery,
+    ...(queued === undefined ? {} : { nextRetryAt: queued.dueAt }),
+    ...(requestId === undefined ? {} : { requestId })
+  }
 }
 
 /** Whether `delivery` passes `filter` (created range inclusive). */

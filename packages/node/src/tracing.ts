@@ -8,8 +8,18 @@ import * as OtlpSerialization from "@effect/opentelemetry/OtlpSerialization"
 import * as OtlpTracer from "@effect/opentelemetry/OtlpTracer"
 import * as FetchHttpClient from "@effect/platform/FetchHttpClient"
 import { TraceContext } from "@intake/domain"
-import { Layer } from "effect"
+import { Effect, Layer } from "effect"
+import { tracesBody } from "./otlp-protobuf.js"
 import type { TracingConfig } from "./tracing-settings.js"
+
+/**
+ * Protobuf as @effect/opentelemetry sends it, the traces written by otlp-protobuf.ts: the
+ * same bytes for a fraction of the CPU.
+ */
+const protobufSerialization = Layer.effect(
+  OtlpSerialization.OtlpSerialization,
+  Effect.map(OtlpSerialization.OtlpSerialization, (library) => ({ ...library, traces: tracesBody }))
+).pipe(Layer.provide(OtlpSerialization.layerProtobuf))
 
 /**
  * Spans exported to `config.url`, and TraceContext.Tracing for the parts that add their
@@ -30,7 +40,7 @@ export const otlpTracingLayer = (config: TracingConfig): Layer.Layer<TraceContex
     Layer.provide(
       Layer.merge(
         FetchHttpClient.layer,
-        config.protocol === "http/json" ? OtlpSerialization.layerJson : OtlpSerialization.layerProtobuf
+        config.protocol === "http/json" ? OtlpSerialization.layerJson : protobufSerialization
       )
     )
   )

@@ -52,6 +52,7 @@ import {
   eventFromRow,
   type IdRow,
   type LeasedDeliveryRow,
+  type LoggedDeliveryRow,
   loggedFromRow,
   type RecoverableEventRow,
   type WebhookEndpointRow
@@ -73,6 +74,7 @@ import { endpointFromRow } from "./webhooks.js"
  * A page of an endpoint's log within `filter`. Each filter is one condition that an index
  * of migration 5 serves with the list order (webhook, status or event type, created_at
  * desc, id desc); a submission's attempts are those of its events (domain_events_submission).
+ * Each row's event is read by its primary key, for its request id (loggedFromRow).
  */
 export const listDeliveriesQuery = (
   sql: SqlClient.SqlClient,
@@ -80,7 +82,7 @@ export const listDeliveriesQuery = (
   page: PageRequest,
   filter: DeliveryFilter = noDeliveryFilter
 ) =>
-  sql<DeliveryRow>`SELECT * FROM deliveries d
+  sql<LoggedDeliveryRow>`SELECT d.*, e.request_id FROM deliveries d LEFT JOIN domain_events e ON e.id = d.event_id
     WHERE ${sql.and([
       sql`d.webhook_id = ${webhookId}`,
       ...(filter.status === null ? [] : [sql`d.status = ${filter.status}`]),
@@ -88,7 +90,7 @@ export const listDeliveriesQuery = (
       ...(filter.submissionId === null
         ? []
         : [
-            sql`d.event_id IN (SELECT e.id FROM domain_events e WHERE e.submission_id = ${filter.submissionId})`
+            sql`d.event_id IN (SELECT raised.id FROM domain_events raised WHERE raised.submission_id = ${filter.submissionId})`
           ]),
       ...(filter.createdAfter === null ? [] : [sql`d.created_at >= ${toDate(filter.createdAfter)}`]),
       ...(filter.createdBefore === null ? [] : [sql`d.created_at <= ${toDate(filter.createdBefore)}`]),
@@ -371,7 +373,8 @@ export const PgDeliveryRepository = Layer.effect(
       findInWebhook: (webhookId, id) =>
         stored("deliveries.findInWebhook")(
           Effect.map(
-            sql<DeliveryRow>`SELECT * FROM deliveries WHERE id = ${id} AND webhook_id = ${webhookId}`,
+            sql<LoggedDeliveryRow>`SELECT d.*, e.request_id FROM deliveries d LEFT JOIN domain_events e ON e.id = d.event_id
+              WHERE d.id = ${id} AND d.webhook_id = ${webhookId}`,
             (rows) => Option.map(Option.fromNullable(rows[0]), loggedFromRow)
           )
         ),

@@ -146,6 +146,11 @@ export interface DeliveryRow {
   readonly created_at: Timestamp
 }
 
+/** An attempt read for the log: with the request id of its event, joined by its primary key. */
+export interface LoggedDeliveryRow extends DeliveryRow {
+  readonly request_id: string | null
+}
+
 export interface SummaryJobRow {
   readonly submission_id: string
   readonly workspace_id: string
@@ -319,10 +324,16 @@ export const deliveryFromRow = (row: DeliveryRow): Delivery => ({
   createdAt: toMillis(row.created_at)
 })
 
-/** An attempt as the log shows it: a pending one with its due time as `nextRetryAt`. */
-export const loggedFromRow = (row: DeliveryRow): Delivery => {
+/**
+ * An attempt as the log shows it: a pending one with its due time as `nextRetryAt`, and the
+ * request id of its event (docs/operations.md, Request ids). The log's reads join the event
+ * by its primary key, one lookup a row of the page; none when no request raised the event,
+ * or once it is purged.
+ */
+export const loggedFromRow = (row: LoggedDeliveryRow): Delivery => {
   const delivery = deliveryFromRow(row)
+  const requestId = typeof row.request_id === "string" ? { requestId: row.request_id } : {}
   return delivery.status === "pending" && row.due_at !== null
-    ? { ...delivery, nextRetryAt: toMillis(row.due_at) }
-    : delivery
+    ? { ...delivery, ...requestId, nextRetryAt: toMillis(row.due_at) }
+    : { ...delivery, ...requestId }
 }

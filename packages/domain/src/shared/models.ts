@@ -272,7 +272,12 @@ export const Delivery = Schema.Struct({
   /** When the request left for the receiver; null while pending and for an attempt never sent. */
   sentAt: Schema.NullOr(EpochMillis),
   /** When the attempt was recorded: an event's first attempt with the event, a retry when it was scheduled. */
-  createdAt: EpochMillis
+  createdAt: EpochMillis,
+  /**
+   * The log's reads (list, get) and a redelivery: the X-Request-Id of the request that raised
+   * the event, read from the event (docs/operations.md, Request ids); absent when none did.
+   */
+  requestId: Schema.optional(Schema.String)
 })
 export type Delivery = typeof Delivery.Type
 

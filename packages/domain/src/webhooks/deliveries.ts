@@ -458,7 +458,12 @@ export const DeliveriesLive = Layer.effect(
             trigger: "redeliver",
             createdAt: yield* Clock.currentTimeMillis
           })
-          return yield* sendNow(endpoint, attempt, payload)
+          // The same event: its answer names the request that raised it, as the log's reads do.
+          return yield* sendNow(
+            endpoint,
+            original.requestId === undefined ? attempt : { ...attempt, requestId: original.requestId },
+            payload
+          )
         }),
 
       claimDue: (limit, claimToken) =>

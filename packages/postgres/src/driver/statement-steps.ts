@@ -140,15 +140,21 @@ export const statementSteps: Effect.Effect<
             return (operation, statement, decode, refine) =>
               Effect.withFiberRuntime((fiber) =>
                 fiber.getFiberRef(FiberRef.currentTracerEnabled)
-                  ? Effect.withSpan(step(operation, statement, decode, refine), `sql ${operation}`, {
-                      kind: "client",
-                      captureStackTrace: false,
-                      attributes: {
-                        "db.system.name": "postgresql",
-                        "db.operation.name": operation,
-                        "db.query.text": statement.text
-                      }
-                    })
+                  ? // A leaf: the span is not made the parent of the step (useSpan, not withSpan), which
+                    // spares a copy of the fiber's services per statement (docs/operations.md, Traces).
+                    Effect.useSpan(
+                      `sql ${operation}`,
+                      {
+                        kind: "client",
+                        captureStackTrace: false,
+                        attributes: {
+                          "db.system.name": "postgresql",
+                          "db.operation.name": operation,
+                          "db.query.text": statement.text
+                        }
+                      },
+                      () => step(operation, statement, decode, refine)
+                    )
                   : step(operation, statement, decode, refine)
               )
           }

@@ -242,6 +242,45 @@ export const deliveryRepositoryContract = (name: string, theLayer: Layer.Layer<P
         expect(yield* repo.endpoint(uniqueId("wh"))).toEqual(Option.none())
       }))
 
+    test("the log's reads give each attempt the request id of the event it delivers, none when no request raised it", () =>
+      Effect.gen(function* () {
+        const repo = yield* DeliveryRepository
+        const outbox = yield* EventOutbox
+        const endpoint = yield* givenEndpoint()
+        const submission = submissionRecord(intakeBotRecord(endpoint.workspaceId))
+        const raised = domainEventRecord(submission, { requestId: "req_contract-create" })
+        const notice = domainEventRecord(submission)
+        yield* outbox.append([raised, notice])
+        const pending = aDelivery({ webhookId: endpoint.id, eventId: raised.id, createdAt: 1_000 })
+        const finished = aDelivery({
+          webhookId: endpoint.id,
+          eventId: raised.id,
+          status: "failed",
+          createdAt: 2_000
+        })
+        const unraised = aDelivery({
+          webhookId: endpoint.id,
+          eventId: notice.id,
+          status: "succeeded",
+          createdAt: 3_000
+        })
+        yield* repo.enqueue([pending], 5_000)
+        yield* repo.insertFinished(finished)
+        yield* repo.insertFinished(unraised)
+        const listed = yield* repo.list(endpoint.id, { limit: 10, after: null })
+        expect(listed.items.map((d) => [d.id, d.requestId])).toEqual([
+          [unraised.id, undefined],
+          [finished.id, "req_contract-create"],
+          [pending.id, "req_contract-create"]
+        ])
+        expect(Option.map(yield* repo.findInWebhook(endpoint.id, finished.id), (d) => d.requestId)).toEqual(
+          Option.some("req_contract-create")
+        )
+        expect(Option.map(yield* repo.findInWebhook(endpoint.id, unraised.id), (d) => d.requestId)).toEqual(
+          Option.some(undefined)
+        )
+      }))
+
     test("purges in batches the finished attempts and the events older than the bound, never a pending attempt nor its event", () =>
       Effect.gen(function* () {
         const repo = yield* DeliveryRepository
