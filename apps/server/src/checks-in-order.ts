@@ -1,5 +1,5 @@
 /**
- * The checks of a /v1 request, in the order of docs/rules.md ("Checks in order"); the first
+ * The checks of a /v1 request, in the order of docs/rules.md, Checks in order; the first
  * that fails answers. Each names the function that performs it:
  *
  * 1. The API key (401 authentication_required): `Access.authenticate`

@@ -1,9 +1,9 @@
 /**
  * Serving the endpoints of packages/api. The server owns the request pipeline (auth and
- * rate limit before routing, then scope, then body and parameters, then the operation, in
- * the order checks-in-order.ts composes), so it routes itself: its route table is read from the API's groups at start-up
- * (`routesOf`), and each endpoint's own schemas decode its path, query and body and encode
- * its answer: the contract stays the single source of both.
+ * rate limit before routing, then scope, then body and parameters, then the operation, as
+ * checks-in-order.ts composes them), so it routes itself: its route table is read from the
+ * API's groups at start-up (`routesOf`), and each endpoint's own schemas decode its path,
+ * query and body and encode its answer: the contract stays the single source of both.
  *
  * Why not `HttpApiBuilder`: the contract is `@effect/platform`'s HttpApi, but it is served
  * here rather than by `HttpApiBuilder` and its middleware, for two reasons. The order of
