@@ -33,7 +33,7 @@ import { causeToResponse, type Reply, rateLimited, routeNotFound, withRateLimitH
 import { match, type Route } from "./routes.js"
 
 /** The answer with the rate-limit headers of the decision that admitted or refused it. */
-export const withDecision = <E, R>(answer: Effect.Effect<Reply, E, R>, decision: RateLimitDecision) =>
+const withDecision = <E, R>(answer: Effect.Effect<Reply, E, R>, decision: RateLimitDecision) =>
   Effect.flatMap(answer, (response) =>
     Effect.map(Clock.currentTimeMillis, (now) => withRateLimitHeaders(response, decision, now))
   )
