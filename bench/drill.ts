@@ -1,32 +1,24 @@
-/**
- * `pnpm stack:drill`: the fault drill of docs/deploy.md on the loopback topology of
- * `pnpm stack:local up` (scripts/stack-local.sh; STACK_DIR as there). It provisions
- * DRILL_WORKSPACES workspaces (a bot, a key and a webhook endpoint each, to receivers it runs
- * on 127.0.0.1) and one rate-limited key, then drives load through haproxy for DRILL_SECONDS
- * (90): DRILL_CREATES (30) creates/s, each with an Idempotency-Key and retried once with it
- * when the answer was a 5xx or none, DRILL_READS (30) reads/s, and, from 40% to 90% of the
- * run, DRILL_LIMITED (5) requests/s on a key limited to DRILL_LIMIT (120) a minute. Faults, at
- * fixed fractions of the run: server 2 killed with SIGKILL (a supervisor starts it again 10 s
- * later), worker 1 restarted (SIGTERM, then started), and the Redis master holding the
- * limited key's window failed over to its replica (CLUSTER FAILOVER).
- *
- * It prints the throughput of each phase (before, during and after each fault) and the CPU
- * and memory of the processes, then checks: every acknowledged create stored exactly once
- * (listed through the API), a delivery received for each (duplicates counted: at least
- * once), exactly DRILL_LIMIT of the limited key's requests admitted, and no 5xx outside
- * the DRILL_KILL_WINDOW (5 s) after the kill. It exits 1 when a check fails.
- */
-import { execFile } from "node:child_process"
-import { readFileSync } from "node:fs"
 import { createServer, type Server } from "node:http"
 import type { AddressInfo } from "node:net"
-import { join } from "node:path"
-import { promisify } from "node:util"
-import { allScopes } from "@intake/domain"
+import {
+  type Answer,
+  base,
+  call,
+  cpuSeconds,
+  data,
+  databaseCpu,
+  env,
+  memoryMb,
+  metric,
+  pidOf,
+  provision,
+  redisCli,
+  redisPorts,
+  STACK_DIR,
+  stack,
+  type Tenant
+} from "./drill-stack.js"
 
-const run = promisify(execFile)
-const root = join(import.meta.dirname, "..")
-const STACK_DIR = process.env.STACK_DIR ?? "/tmp/intake-stack"
 const SECONDS = Number(process.env.DRILL_SECONDS ?? 90)
 const CREATES = Number(process.env.DRILL_CREATES ?? 30)
 const READS = Number(process.env.DRILL_READS ?? 30)
@@ -36,58 +28,9 @@ const WORKSPACES = Number(process.env.DRILL_WORKSPACES ?? 3)
 const KILL_WINDOW_MS = Number(process.env.DRILL_KILL_WINDOW_MS ?? 5_000)
 const DELIVERY_WAIT_MS = Number(process.env.DRILL_DELIVERY_WAIT_MS ?? 120_000)
 
-const env = Object.fromEntries(
-  readFileSync(join(STACK_DIR, "stack.env"), "utf8")
-    .split("\n")
-    .filter((line) => /^[A-Z_0-9]+=/.test(line))
-    .map((line) => [
-      line.slice(0, line.indexOf("=")),
-      line.slice(line.indexOf("=") + 1).replace(/^"|"$/g, "")
-    ])
-) as Record<string, string>
-const base = env.HTTP_URL!
-const adminToken = env.INTAKE_ADMIN_TOKEN!
-const redisPorts = env.REDIS_PORTS!.split(" ").map(Number)
-
-const stack = (...args: ReadonlyArray<string>) =>
-  run("bash", [join(root, "scripts/stack-local.sh"), ...args], { env: { ...process.env, STACK_DIR } })
-const redisCli = async (port: number, ...args: ReadonlyArray<string>) =>
-  (await run("redis-cli", ["-h", "127.0.0.1", "-p", String(port), ...args])).stdout.trim()
-
 let t0 = 0
 const now = () => Date.now() - t0
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
-
-// --- HTTP -----------------------------------------------------------------------------------
-
-interface Answer {
-  readonly status: number
-  readonly body: unknown
-}
-const call = async (method: string, path: string, token: string, body?: unknown, headers = {}) => {
-  const response = await fetch(`${base}${path}`, {
-    method,
-    headers: {
-      authorization: `Bearer ${token}`,
-      ...(body === undefined ? {} : { "content-type": "application/json" }),
-      ...headers
-    },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-    signal: AbortSignal.timeout(15_000)
-  })
-  const text = await response.text()
-  let parsed: unknown = null
-  try {
-    parsed = JSON.parse(text)
-  } catch {}
-  return { status: response.status, body: parsed } satisfies Answer
-}
-/** The envelope's `data` of an answer with `status`, typed as the caller expects it. */
-const data = <A>(answer: Answer, status = 200): A => {
-  if (answer.status !== status)
-    throw new Error(`expected ${status}, got ${answer.status}: ${JSON.stringify(answer.body)}`)
-  return (answer.body as { readonly data: A }).data
-}
 
 // --- Receivers --------------------------------------------------------------------------------
 
@@ -121,45 +64,6 @@ const receiver = () =>
       resolve({ url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hooks`, server })
     )
   })
-
-// --- Provisioning (the operator API, docs/rules.md) ------------------------------------------
-
-interface Tenant {
-  readonly workspaceId: string
-  readonly botId: string
-  readonly key: string
-  readonly keyId: string
-}
-const schema = [
-  { name: "email", label: "Email", type: "email", required: true },
-  { name: "ref", label: "Reference", type: "text" }
-]
-const provision = async (rateLimitPerMinute: number, webhookUrl?: string): Promise<Tenant> => {
-  const workspace = data<{ workspace: { id: string } }>(
-    await call("POST", "/admin/workspaces", adminToken, { name: "Drill", plan: "business" }),
-    201
-  ).workspace
-  data(
-    await call("PATCH", `/admin/workspaces/${workspace.id}`, adminToken, {
-      rate_limit_per_minute: rateLimitPerMinute,
-      monthly_submission_quota: 1_000_000
-    })
-  )
-  const bot = data<{ intake_bot: { id: string } }>(
-    await call("POST", `/admin/workspaces/${workspace.id}/intake-bots`, adminToken, {
-      name: "Drill form",
-      schema
-    }),
-    201
-  ).intake_bot
-  const key = data<{ api_key: { id: string; key: string } }>(
-    await call("POST", `/admin/workspaces/${workspace.id}/api-keys`, adminToken, { scopes: allScopes }),
-    201
-  ).api_key
-  if (webhookUrl !== undefined)
-    data(await call("POST", "/v1/webhooks", key.key, { url: webhookUrl, events: ["submission.completed"] }))
-  return { workspaceId: workspace.id, botId: bot.id, key: key.key, keyId: key.id }
-}
 
 // --- Load -------------------------------------------------------------------------------------
 
@@ -292,59 +196,6 @@ const until = async (what: string, check: () => Promise<boolean>, withinMs = 30_
     if (Date.now() > deadline) throw new Error(`${what}: not within ${withinMs} ms`)
     await sleep(100)
   }
-}
-
-// --- Processes' CPU and memory (Linux /proc) ---------------------------------------------------
-
-const TICKS = 100
-const pidOf = (name: string) => {
-  try {
-    return Number(readFileSync(join(STACK_DIR, "run", `${name}.pid`), "utf8").trim())
-  } catch {
-    return Number.NaN
-  }
-}
-const cpuSeconds = (pid: number) => {
-  try {
-    const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ")
-    return (Number(fields[11]) + Number(fields[12])) / TICKS
-  } catch {
-    return Number.NaN
-  }
-}
-const memoryMb = (pid: number, field: "VmRSS" | "VmHWM") => {
-  try {
-    const status = readFileSync(`/proc/${pid}/status`, "utf8")
-    return Math.round(Number(new RegExp(`${field}:\\s+(\\d+)`).exec(status)?.[1]) / 1024)
-  } catch {
-    return Number.NaN
-  }
-}
-/** CPU seconds of the stack's PostgreSQL (its postmaster and every live backend) and of its PgBouncer. */
-const databaseCpu = async () => {
-  const postmaster = Number(readFileSync(join(STACK_DIR, "pg", "postmaster.pid"), "utf8").split("\n")[0])
-  const { stdout } = await run("ps", ["--ppid", String(postmaster), "-o", "pid="]).catch(() => ({
-    stdout: ""
-  }))
-  const backends = stdout
-    .split("\n")
-    .map((line) => Number(line.trim()))
-    .filter((pid) => pid > 0)
-  return {
-    postgres: [postmaster, ...backends]
-      .map(cpuSeconds)
-      .filter(Number.isFinite)
-      .reduce((a, b) => a + b, 0),
-    pgbouncer: cpuSeconds(pidOf("pgbouncer"))
-  }
-}
-const metric = async (url: string, name: string, labels = "") => {
-  const text = await (await fetch(url)).text()
-  return text
-    .split("\n")
-    .filter((line) => line.startsWith(name) && line.includes(labels))
-    .map((line) => Number(line.split(" ").at(-1)))
-    .reduce((a, b) => a + b, 0)
 }
 
 interface SubmissionsPage {

@@ -21,10 +21,10 @@
  * Redis (BENCH_REDIS_URL, default redis://127.0.0.1:6379) rows are left out, with the
  * reason, when those do not answer.
  */
-import { type ChildProcess, execFileSync, fork, spawn } from "node:child_process"
+import { spawn } from "node:child_process"
 import { randomUUID } from "node:crypto"
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs"
-import { type AddressInfo, connect, createServer } from "node:net"
+import { mkdtempSync, rmSync } from "node:fs"
+import { connect } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { allScopes } from "@intake/domain"
@@ -33,6 +33,17 @@ import autocannon from "autocannon"
 import { Effect, Either, Exit, Scope } from "effect"
 import { cpuMicros } from "./process-cpu.js"
 import type { RoundTripCounts } from "./round-trips.js"
+import {
+  ADMIN_TOKEN,
+  databaseBackendsCpu,
+  databaseCpuSince,
+  peakRssMb,
+  root,
+  startBareServer,
+  startIntake,
+  stop,
+  tsx
+} from "./run-servers.js"
 
 const WARMUP_SECONDS = Number(process.env.BENCH_WARMUP ?? 1)
 const DURATION_SECONDS = Number(process.env.BENCH_DURATION ?? 5)
@@ -40,154 +51,6 @@ const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 10)
 const ROUND_TRIP_REQUESTS = Number(process.env.BENCH_ROUND_TRIP_REQUESTS ?? 50)
 const REDIS_URL = process.env.BENCH_REDIS_URL ?? "redis://127.0.0.1:6379"
 const SEEDED_SUBMISSIONS = 60
-
-const root = join(import.meta.dirname, "..")
-const tsx = join(root, "node_modules/.bin/tsx")
-const ADMIN_TOKEN = randomUUID()
-
-// ---------------------------------------------------------------------------------------
-// Processes
-
-const exited = (child: ChildProcess) =>
-  new Promise<void>((resolve) => {
-    if (child.exitCode !== null || child.signalCode !== null) return resolve()
-    child.once("exit", () => resolve())
-  })
-
-const stop = async (child: ChildProcess) => {
-  const timer = setTimeout(() => child.kill("SIGKILL"), 15_000)
-  child.kill("SIGTERM")
-  await exited(child)
-  clearTimeout(timer)
-}
-
-/** Peak resident set size of a running process, in MB (Linux; NaN elsewhere). */
-const peakRssMb = (pid: number | undefined) => {
-  try {
-    const status = readFileSync(`/proc/${pid}/status`, "utf8")
-    const kb = Number(/VmHWM:\s+(\d+)/.exec(status)?.[1])
-    return Math.round(kb / 1024)
-  } catch {
-    return Number.NaN
-  }
-}
-
-/**
- * CPU time so far of each PostgreSQL backend on this machine that serves `database` (its
- * process title names the database), by pid. On a machine of two cores the database's CPU
- * is taken from the same cores as the server's, so it decides throughput as much.
- */
-const databaseBackendsCpu = (database: string) => {
-  const backends = new Map<number, number>()
-  for (const entry of readdirSync("/proc")) {
-    if (!/^\d+$/.test(entry)) continue
-    try {
-      const title = readFileSync(`/proc/${entry}/cmdline`, "utf8")
-      if (!title.startsWith("postgres: ") || !title.split(/[\s\0]+/).includes(database)) continue
-      const micros = cpuMicros(Number(entry))
-      // A backend that ended between the two reads has no CPU figure: it is left out, not NaN.
-      if (!Number.isNaN(micros)) backends.set(Number(entry), micros)
-    } catch {
-      // gone meanwhile, or not ours to read
-    }
-  }
-  return backends
-}
-
-/** CPU the backends of `database` used between two readings (a backend that started meanwhile counts whole). */
-const databaseCpuSince = (before: ReadonlyMap<number, number>, database: string) => {
-  const after = databaseBackendsCpu(database)
-  if (after.size === 0) return Number.NaN
-  let used = 0
-  for (const [pid, micros] of after) used += micros - (before.get(pid) ?? 0)
-  return used
-}
-
-/** The bare node:http baseline, answering `bytes`-byte JSON bodies. */
-const startBareServer = (bytes: number) =>
-  new Promise<{ child: ChildProcess; url: string }>((resolve, reject) => {
-    const child = spawn(tsx, [join(root, "bench/bare-server.ts")], {
-      env: { ...process.env, BODY_BYTES: String(bytes) },
-      stdio: ["ignore", "pipe", "inherit"]
-    })
-    child.once("exit", (code) => reject(new Error(`bare server exited with ${code}`)))
-    child.stdout?.once("data", (chunk: Buffer) =>
-      resolve({ child, url: `http://127.0.0.1:${Number(chunk.toString().trim())}` })
-    )
-  })
-
-interface IntakeServer {
-  readonly child: ChildProcess
-  readonly baseUrl: string
-  readonly roundTrips: () => Promise<Record<string, RoundTripCounts>>
-  readonly resetRoundTrips: () => Promise<void>
-}
-
-const freePort = () =>
-  new Promise<number>((resolve) => {
-    const probe = createServer()
-    probe.listen(0, "127.0.0.1", () => {
-      const port = (probe.address() as AddressInfo).port
-      probe.close(() => resolve(port))
-    })
-  })
-
-/** The server built as `pnpm start` builds it (apps/server/build.mjs), once per run. */
-let built: string | undefined
-const builtServer = () => {
-  if (built === undefined) {
-    execFileSync(process.execPath, [join(root, "apps/server/build.mjs")], { stdio: "inherit" })
-    built = join(root, "apps/server/dist/main.js")
-  }
-  return built
-}
-
-/** Intake itself, as `pnpm start` runs it, with the round-trip counters loaded (through tsx: they are TypeScript). */
-const startIntake = async (env: Record<string, string>): Promise<IntakeServer> => {
-  const port = await freePort()
-  const child = fork(builtServer(), [], {
-    cwd: join(root, "apps/server"),
-    execArgv: ["--import", "tsx", "--import", join(root, "bench/round-trips.ts")],
-    env: {
-      PATH: process.env.PATH ?? "",
-      // Nothing balances load here: a stopped server need not drain.
-      INTAKE_SHUTDOWN_DRAIN: "0s",
-      PORT: String(port),
-      INTAKE_ADMIN_TOKEN: ADMIN_TOKEN,
-      ...env
-    },
-    // Request logs stay on (as in production) and go nowhere.
-    stdio: ["ignore", "ignore", "inherit", "ipc"]
-  })
-  const baseUrl = `http://127.0.0.1:${port}`
-  const deadline = Date.now() + 120_000
-  for (;;) {
-    if (child.exitCode !== null) throw new Error(`the server exited with ${child.exitCode} at start`)
-    if (Date.now() > deadline) throw new Error("the server did not answer /healthz within 120 s")
-    const healthy = await fetch(`${baseUrl}/healthz`).then(
-      (response) => response.ok,
-      () => false
-    )
-    if (healthy) break
-    await new Promise((resolve) => setTimeout(resolve, 200))
-  }
-  const ask = <A>(type: string, answer: string) =>
-    new Promise<A>((resolve) => {
-      const listener = (message: { type: string; counts?: A }) => {
-        if (message.type !== answer) return
-        child.off("message", listener)
-        resolve(message.counts as A)
-      }
-      child.on("message", listener)
-      child.send({ type })
-    })
-  return {
-    child,
-    baseUrl,
-    roundTrips: () => ask("round-trips:read", "round-trips"),
-    resetRoundTrips: () => ask("round-trips:reset", "round-trips:reset")
-  }
-}
 
 // ---------------------------------------------------------------------------------------
 // The workload

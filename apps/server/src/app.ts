@@ -3,29 +3,28 @@
  * exit, so that every answer carries the envelope, X-Request-Id and, on /v1, the
  * rate-limit headers, whatever happened inside.
  */
-import { performance } from "node:perf_hooks"
 import { openApiDocument } from "@intake/api"
 import { DatabaseState, metricsAuthorized, scrapeMetrics } from "@intake/delivery"
 import {
   Access,
   AuthenticationRequired,
-  ClientAddress,
+  type ClientAddress,
   type Crypto,
   type Idempotency,
-  type Principal,
-  type RateLimitDecision,
   TraceContext
 } from "@intake/domain/internal"
-import { type IntakeMetrics, Metrics } from "@intake/node"
+import { Metrics } from "@intake/node"
 import { CurrentRequestId, type RequestLogWrite } from "@intake/node/internal"
 import { Clock, Duration, Effect, FiberRef, Option, type Redacted } from "effect"
+import { dispatch, v1 } from "./checks-in-order.js"
 import { type CorsOrigins, isPreflight, preflightHeaders, responseCorsHeaders } from "./cors.js"
 import { docsPage, makeScalarScript, SCALAR_SCRIPT_PATH } from "./docs.js"
 import { GUIDES_PATH, makeGuidePages } from "./guides.js"
 import { type AdminServices, adminRoutes } from "./handlers-admin.js"
 import { type V1Services, v1Routes } from "./handlers-v1.js"
 import { Readiness } from "./readiness.js"
-import type { IncomingRequest } from "./request.js"
+import { clientIp, type IncomingRequest, socketClientIp } from "./request.js"
+import { type RequestFacts, requestLogLine } from "./request-log.js"
 import {
   causeToResponse,
   errorResponse,
@@ -34,13 +33,12 @@ import {
   jsonText,
   overloaded,
   type Reply,
-  rateLimited,
   routeNotFound,
   withHeader,
   withHeaders,
   withRateLimitHeaders
 } from "./responses.js"
-import { match, type RequestNotes, type Route } from "./routes.js"
+import { match, type Route } from "./routes.js"
 
 export interface AppOptions {
   /** Enables /admin/* when set. */
@@ -122,87 +120,6 @@ const openApi = () => {
   return jsonText(openApiBody, 200)
 }
 
-/**
- * What the request log says beside the status, filled in along the pipeline as it learns
- * them (one plain object per request, no fiber-local state). The server reads it too: a
- * request cut by its deadline answers with the rate-limit headers of its decision.
- */
-export interface RequestFacts extends RequestNotes {
-  readonly requestId: string
-  /** The matched route's pattern (/v1/intake-bots/:id), never the raw path. */
-  route: string | undefined
-  workspaceId: string | undefined
-  keyId: string | undefined
-  /** The rate-limit decision of a /v1 request, once taken. */
-  decision: RateLimitDecision | undefined
-}
-
-const dispatch = <R>(
-  routes: ReadonlyArray<Route<R>>,
-  request: IncomingRequest,
-  principal: Principal | null,
-  facts: RequestFacts
-) => {
-  const found = match(routes, request.method, request.pathname)
-  if (found === undefined) return Effect.succeed(routeNotFound())
-  facts.route = found.route.path
-  const run = found.route.run({ request, params: found.params, principal, notes: facts })
-  // Traces on (the request has a span): the operation is a span beneath it (docs/operations.md, Traces).
-  return facts.traceParent === undefined
-    ? run
-    : Effect.withSpan(run, found.route.name, {
-        captureStackTrace: false,
-        attributes: { "http.route": found.route.path }
-      })
-}
-
-/** The client's address: the socket's, or X-Forwarded-For's past trusted proxies only. */
-const clientIp = (request: IncomingRequest, trusted: AppOptions["trustedProxies"] = []) => {
-  const forwarded = request.headers["x-forwarded-for"]
-  return ClientAddress.clientAddress(
-    request.remoteAddress ?? "unknown",
-    Array.isArray(forwarded) ? forwarded.join(", ") : forwarded,
-    trusted
-  )
-}
-
-/** The client's address when all that was read is the socket (node's parser refused the request). */
-const socketClientIp = (remoteAddress: string | undefined) => remoteAddress ?? "unknown"
-
-/** The answer with the rate-limit headers of the decision that admitted or refused it. */
-const withDecision = <E, R>(answer: Effect.Effect<Reply, E, R>, decision: RateLimitDecision) =>
-  Effect.flatMap(answer, (response) =>
-    Effect.map(Clock.currentTimeMillis, (now) => withRateLimitHeaders(response, decision, now))
-  )
-
-/** /v1: authenticate, rate limit (per key, or per IP when the key fails), then route. */
-const v1 = (request: IncomingRequest, facts: RequestFacts, trustedProxies: AppOptions["trustedProxies"]) =>
-  Effect.flatMap(Access, (access) =>
-    // exit, not either: even a defect while authenticating answers with rate-limit headers.
-    Effect.flatMap(Effect.exit(access.authenticate(request.headers.authorization)), (authenticated) => {
-      if (authenticated._tag === "Failure")
-        return Effect.flatMap(access.limitAnonymous(clientIp(request, trustedProxies)), (decision) => {
-          facts.decision = decision
-          return withDecision(
-            decision.allowed ? causeToResponse(authenticated.cause) : Effect.succeed(rateLimited(decision)),
-            decision
-          )
-        })
-      const principal = authenticated.value
-      facts.workspaceId = principal.workspace.id
-      facts.keyId = principal.apiKey.id
-      return Effect.flatMap(access.limitKey(principal), (decision) => {
-        facts.decision = decision
-        return withDecision(
-          decision.allowed
-            ? dispatch(v1Routes, request, principal, facts).pipe(Effect.catchAllCause(causeToResponse))
-            : Effect.succeed(rateLimited(decision)),
-          decision
-        )
-      })
-    })
-  )
-
 /** /admin: the operator token (failed tries limited per client address), then route; 404 when the interface is off. */
 const admin = (
   request: IncomingRequest,
@@ -248,43 +165,6 @@ const metricsAnswer = (request: IncomingRequest, token: Option.Option<Redacted.R
               )
         )
   )
-
-/** The request's log line: ids and outcome only, never a header, a key or a body. */
-export const requestLogLine = (
-  request: IncomingRequest,
-  facts: RequestFacts,
-  status: number,
-  startedAt: number
-) => {
-  const line = {
-    message: "request",
-    requestId: facts.requestId,
-    method: request.method,
-    route: facts.route ?? null,
-    status,
-    durationMs: Math.round((performance.now() - startedAt) * 100) / 100,
-    workspaceId: facts.workspaceId ?? null,
-    keyId: facts.keyId ?? null
-  }
-  // A create names what it stored: one id from its answer to its deliveries
-  // (docs/operations.md, Request ids).
-  return facts.submissionId === undefined
-    ? line
-    : { ...line, submissionId: facts.submissionId, eventIds: facts.eventIds ?? [] }
-}
-
-/**
- * The request log writer that also counts the request in the metrics (docs/operations.md,
- * Metrics): every answer writes its line once, the deadline's too, so requests are counted
- * in one place, from the line's own route template, method, status and duration.
- */
-export const countedRequestLog =
-  (metrics: IntakeMetrics, write: RequestLogWrite): RequestLogWrite =>
-  (fields) => {
-    const line = fields as ReturnType<typeof requestLogLine>
-    metrics.observeRequest(line.route, line.method, line.status, line.durationMs / 1000)
-    return write(fields)
-  }
 
 /** What the app needs from the runtime (Readiness is optional). */
 export type AppServices = V1Services | AdminServices | Access | Idempotency | Crypto

@@ -4,6 +4,7 @@
  * stays under /v1 (and matches no route there) instead of becoming `/admin/...`.
  */
 import type { IncomingHttpHeaders, IncomingMessage } from "node:http"
+import { ClientAddress } from "@intake/domain/internal"
 
 export interface IncomingRequest {
   readonly method: string
@@ -43,6 +44,22 @@ export const toIncomingRequest = (message: IncomingMessage): IncomingRequest => 
     message
   }
 }
+
+/** The client's address: the socket's, or X-Forwarded-For's past trusted proxies only. */
+export const clientIp = (
+  request: IncomingRequest,
+  trusted: ReadonlyArray<ClientAddress.AddressRange> = []
+) => {
+  const forwarded = request.headers["x-forwarded-for"]
+  return ClientAddress.clientAddress(
+    request.remoteAddress ?? "unknown",
+    Array.isArray(forwarded) ? forwarded.join(", ") : forwarded,
+    trusted
+  )
+}
+
+/** The client's address when all that was read is the socket (node's parser refused the request). */
+export const socketClientIp = (remoteAddress: string | undefined) => remoteAddress ?? "unknown"
 
 /**
  * The query's parameters, the last of a repeated name winning (as `Object.fromEntries(new

@@ -1,9 +1,9 @@
 /**
  * Serving the endpoints of packages/api. The server owns the request pipeline (auth and
- * rate limit before routing, then scope, then body and parameters, then the operation),
- * so it routes itself: its route table is read from the API's groups at start-up
- * (`routesOf`), and each endpoint's own schemas decode its path, query and body and encode
- * its answer: the contract stays the single source of both.
+ * rate limit before routing, then scope, then body and parameters, then the operation, as
+ * checks-in-order.ts composes them), so it routes itself: its route table is read from the
+ * API's groups at start-up (`routesOf`), and each endpoint's own schemas decode its path,
+ * query and body and encode its answer: the contract stays the single source of both.
  *
  * Why not `HttpApiBuilder`: the contract is `@effect/platform`'s HttpApi, but it is served
  * here rather than by `HttpApiBuilder` and its middleware, for two reasons. The order of
@@ -34,7 +34,7 @@ import {
   WireJson
 } from "@intake/api"
 import {
-  Access,
+  type Access,
   Idempotency,
   invalid,
   isApiError,
@@ -85,6 +85,9 @@ export interface Route<R> {
   readonly path: string
   readonly pattern: RegExp
   readonly names: ReadonlyArray<string>
+  /** The scope a key needs, checked before `run` (checks-in-order.ts: `dispatch`); none on /admin. */
+  readonly scope: Option.Option<RequiredScope["Type"]>
+  /** What follows the scope (docs/rules.md, Checks in order, 5): the parameters, the body, the operation. */
   readonly run: (matched: Matched) => Effect.Effect<Reply, unknown, R>
 }
 
@@ -314,8 +317,8 @@ export const serve = <
       )
     )
 
-  // Steps in a chain of flatMaps, each only where the endpoint has it (no generator per request):
-  // scope, Idempotency-Key, path, query, body, then the operation.
+  // Step 5 of the checks (checks-in-order.ts), in a chain of flatMaps, each only where the
+  // endpoint has it (no generator per request): Idempotency-Key, path, query, body, then the operation.
   const run = (matched: Matched) => {
     const request = matched.request
     const principal = matched.principal
@@ -343,19 +346,12 @@ export const serve = <
         ? withQuery(key, matched.params as P)
         : Effect.flatMap(decodePath.value(matched.params), (path) => withQuery(key, path))
     // Idempotency-Key applies to POST only; on other methods the header is ignored.
-    const afterScope =
-      options.idempotent && principal !== null && request.method === "POST"
-        ? Effect.flatMap(idempotencyKey(request), withPath)
-        : Effect.suspend(() => withPath(undefined))
-    return principal !== null && Option.isSome(scope)
-      ? Effect.zipRight(
-          Effect.flatMap(Access, (access) => access.requireScope(principal, scope.value)),
-          afterScope
-        )
-      : afterScope
+    return options.idempotent && principal !== null && request.method === "POST"
+      ? Effect.flatMap(idempotencyKey(request), withPath)
+      : Effect.suspend(() => withPath(undefined))
   }
 
-  return { name: endpoint.name, method: endpoint.method, path: endpoint.path, pattern, names, run }
+  return { name: endpoint.name, method: endpoint.method, path: endpoint.path, pattern, names, scope, run }
 }
 
 /** How the server answers one endpoint: its operation over the decoded input, and how it is served. */

@@ -19,10 +19,11 @@ import { invalid, TraceContext } from "@intake/domain"
 import { Metrics } from "@intake/node"
 import { CurrentRequestId, RequestLogWriter, untrackRootFibers } from "@intake/node/internal"
 import { Context, Data, Duration, Effect, Exit, FiberRef, Layer, Option, Runtime } from "effect"
-import { type AppOptions, type AppServices, countedRequestLog, makeApp, type RequestFacts } from "./app.js"
+import { type AppOptions, type AppServices, makeApp } from "./app.js"
 import { BodyReadTimeout, bodyAbandoned, DEFAULT_BODY_TIMEOUT, MAX_BODY_BYTES } from "./body.js"
 import { type IncomingRequest, toIncomingRequest } from "./request.js"
-import { errorResponse, type Reply, withHeader } from "./responses.js"
+import { countedRequestLog, type RequestFacts } from "./request-log.js"
+import { errorResponse, type Reply } from "./responses.js"
 import { RequestScheduler } from "./scheduler.js"
 
 export interface ListenOptions extends AppOptions {

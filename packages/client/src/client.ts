@@ -5,9 +5,19 @@
  * given), the same on every retry, so a retried create never creates twice. Each attempt has
  * a timeout; a caller's AbortSignal cancels the call, the wait before a retry included.
  */
+
+import { parseEnvelope, retryAfterSeconds } from "./envelope.js"
 import { IntakeConnectionError, IntakeError, IntakeTimeoutError, IntakeUnexpectedResponse } from "./errors.js"
+import { ListRequest, query } from "./list-request.js"
+import {
+  type Fetch,
+  type FetchInit,
+  linkedSignal,
+  MAX_TIMER_MS,
+  timerSleep,
+  unlessAborted
+} from "./transport.js"
 import type {
-  ApiError,
   CreatedSubmission,
   CreateSubmissionBody,
   CreateWebhookBody,
@@ -33,50 +43,6 @@ import type {
   WebhookWithSecret
 } from "./types.js"
 import { VERSION } from "./version.js"
-
-/** Each v1 operation: its method and path (checked against the contract in a test). */
-export const operations = {
-  listIntakeBots: { method: "GET", path: "/v1/intake-bots" },
-  getIntakeBot: { method: "GET", path: "/v1/intake-bots/:id" },
-  listSubmissions: { method: "GET", path: "/v1/intake-bots/:id/submissions" },
-  getSubmission: { method: "GET", path: "/v1/intake-bots/:id/submissions/:submissionId" },
-  createSubmission: { method: "POST", path: "/v1/intake-bots/:id/submissions" },
-  listWebhooks: { method: "GET", path: "/v1/webhooks" },
-  getWebhook: { method: "GET", path: "/v1/webhooks/:id" },
-  createWebhook: { method: "POST", path: "/v1/webhooks" },
-  updateWebhook: { method: "PATCH", path: "/v1/webhooks/:id" },
-  deleteWebhook: { method: "DELETE", path: "/v1/webhooks/:id" },
-  rotateWebhookSecret: { method: "POST", path: "/v1/webhooks/:id/secret/rotate" },
-  testWebhook: { method: "POST", path: "/v1/webhooks/:id/test" },
-  listDeliveries: { method: "GET", path: "/v1/webhooks/:id/deliveries" },
-  getDelivery: { method: "GET", path: "/v1/webhooks/:id/deliveries/:deliveryId" },
-  redeliver: { method: "POST", path: "/v1/webhooks/:id/deliveries/:deliveryId/redeliver" },
-  recoverWebhook: { method: "POST", path: "/v1/webhooks/:id/recover" }
-} as const
-
-export type OperationName = keyof typeof operations
-
-/** The part of a fetch answer the client reads. */
-export interface FetchResponse {
-  readonly status: number
-  readonly headers: { readonly get: (name: string) => string | null }
-  readonly text: () => Promise<string>
-}
-
-/** What the client passes to fetch. */
-export interface FetchInit {
-  readonly method: string
-  readonly headers: Record<string, string>
-  readonly body?: string
-  /** Aborted on the call's timeout or on the caller's signal. */
-  readonly signal: AbortSignal
-}
-
-/**
- * The global fetch, or any function of the same shape (a test double, a proxy agent). One
- * that ignores `init.signal` is not waited for past the timeout or an abort all the same.
- */
-export type Fetch = (url: string, init: FetchInit) => Promise<FetchResponse>
 
 /** Why a request is retried. */
 export type RetryReason =
@@ -155,68 +121,6 @@ export interface PostOptions extends RequestOptions {
 
 const MAX_BACKOFF_MS = 8_000
 const DEFAULT_TIMEOUT_MS = 60_000
-/** The longest delay setTimeout keeps (about 24.8 days): a longer one would fire at once. */
-const MAX_TIMER_MS = 2 ** 31 - 1
-
-/** Waits `ms`, or rejects with the signal's reason as soon as it aborts. */
-const timerSleep = (ms: number, signal: AbortSignal) =>
-  new Promise<void>((resolve, reject) => {
-    if (signal.aborted) return reject(signal.reason)
-    const aborted = () => {
-      clearTimeout(timer)
-      reject(signal.reason)
-    }
-    const timer = setTimeout(
-      () => {
-        signal.removeEventListener("abort", aborted)
-        resolve()
-      },
-      Math.min(ms, MAX_TIMER_MS)
-    )
-    signal.addEventListener("abort", aborted, { once: true })
-  })
-
-/**
- * A signal that aborts when any of `signals` does (with its reason), and `release` to stop
- * listening to them: a client's signal outlives its calls, so each call must let go of it.
- */
-const linkedSignal = (signals: ReadonlyArray<AbortSignal | undefined>) => {
-  const controller = new AbortController()
-  const sources = signals.filter((signal): signal is AbortSignal => signal !== undefined)
-  const listeners = sources.map((source) => {
-    const listener = () => controller.abort(source.reason)
-    if (source.aborted) controller.abort(source.reason)
-    else source.addEventListener("abort", listener, { once: true })
-    return [source, listener] as const
-  })
-  return {
-    controller,
-    signal: controller.signal,
-    release: () => {
-      for (const [source, listener] of listeners) source.removeEventListener("abort", listener)
-    }
-  }
-}
-
-/** Settles as `work` does, or rejects with the signal's reason when it aborts first. */
-const unlessAborted = <A>(work: Promise<A>, signal: AbortSignal): Promise<A> =>
-  new Promise<A>((resolve, reject) => {
-    const aborted = () => reject(signal.reason)
-    if (signal.aborted) aborted()
-    else signal.addEventListener("abort", aborted, { once: true })
-    // Settled either way, so a rejection after the abort is not left unhandled.
-    work.then(
-      (value) => {
-        signal.removeEventListener("abort", aborted)
-        resolve(value)
-      },
-      (error: unknown) => {
-        signal.removeEventListener("abort", aborted)
-        reject(error)
-      }
-    )
-  })
-
 /**
  * Whether this runs in a browser (or a browser's worker): their navigator.userAgent starts
  * with "Mozilla/", where Node 21+, Deno, Bun and edge runtimes name themselves.
@@ -232,86 +136,6 @@ const checkedOption = (name: string, value: number, allowInfinity: boolean, min 
   if (Number.isNaN(value) || value < min || (!allowInfinity && !Number.isFinite(value)))
     throw new RangeError(`${name} must be a number of at least ${min} (got ${value})`)
   return value
-}
-
-/** Retry-After in seconds (a number of seconds, or an HTTP date). */
-const retryAfterSeconds = (value: string | null, now: number): number | undefined => {
-  if (value === null) return undefined
-  if (/^[0-9]+$/.test(value.trim())) return Number(value.trim())
-  const date = Date.parse(value)
-  return Number.isNaN(date) ? undefined : Math.max(0, Math.ceil((date - now) / 1000))
-}
-
-const isApiError = (value: unknown): value is ApiError =>
-  typeof value === "object" &&
-  value !== null &&
-  "code" in value &&
-  typeof value.code === "string" &&
-  "message" in value &&
-  typeof value.message === "string"
-
-const parseEnvelope = (
-  text: string
-):
-  | { readonly success: true; readonly data: unknown }
-  | { readonly success: false; readonly error: ApiError }
-  | undefined => {
-  let body: unknown
-  try {
-    body = JSON.parse(text)
-  } catch {
-    return undefined
-  }
-  if (typeof body !== "object" || body === null || !("success" in body)) return undefined
-  if (body.success === true && "data" in body) return { success: true, data: body.data }
-  if (body.success === false && "error" in body && isApiError(body.error))
-    return { success: false, error: body.error }
-  return undefined
-}
-
-/**
- * A list call: `await` it for the first page, or `for await` over it for every item of every
- * page (it follows `next_cursor` until `has_more` is false). `pages()` iterates the pages.
- */
-export class ListRequest<Page extends { readonly pagination: Pagination }, Item>
-  implements PromiseLike<Page>, AsyncIterable<Item>
-{
-  #first: Promise<Page> | undefined
-  constructor(
-    private readonly fetchPage: (cursor: string | undefined) => Promise<Page>,
-    private readonly itemsOf: (page: Page) => ReadonlyArray<Item>,
-    private readonly cursor: string | undefined
-  ) {}
-
-  // biome-ignore lint/suspicious/noThenProperty: a list call is awaited for its first page, by design
-  then<A = Page, B = never>(
-    onFulfilled?: ((page: Page) => A | PromiseLike<A>) | null,
-    onRejected?: ((reason: unknown) => B | PromiseLike<B>) | null
-  ): Promise<A | B> {
-    this.#first ??= this.fetchPage(this.cursor)
-    return this.#first.then(onFulfilled, onRejected)
-  }
-
-  async *pages(): AsyncGenerator<Page, void, undefined> {
-    let cursor = this.cursor
-    for (;;) {
-      const page = await this.fetchPage(cursor)
-      yield page
-      if (!page.pagination.has_more || page.pagination.next_cursor === null) return
-      cursor = page.pagination.next_cursor
-    }
-  }
-
-  async *[Symbol.asyncIterator](): AsyncGenerator<Item, void, undefined> {
-    for await (const page of this.pages()) yield* this.itemsOf(page)
-  }
-}
-
-const query = (params: DeliveryListParams) => {
-  const entries = Object.entries(params).flatMap(
-    ([name, value]): Array<[string, string]> => (value === undefined ? [] : [[name, String(value)]])
-  )
-  return entries.length === 0 ? "" : `?${new URLSearchParams(entries).toString()}`
 }
 
 const segment = encodeURIComponent

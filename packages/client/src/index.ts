@@ -1,13 +1,7 @@
 /** @intake/client: a small Promise-based client for Intake API v1, on the global fetch. */
 export {
-  type Fetch,
-  type FetchInit,
-  type FetchResponse,
   IntakeClient,
   type IntakeClientOptions,
-  ListRequest,
-  type OperationName,
-  operations,
   type PostOptions,
   type RequestOptions,
   type RetryInfo,
@@ -20,6 +14,9 @@ export {
   IntakeUnexpectedResponse,
   WebhookVerificationError
 } from "./errors.js"
+export { ListRequest } from "./list-request.js"
+export { type OperationName, operations } from "./operations.js"
+export type { Fetch, FetchInit, FetchResponse } from "./transport.js"
 export type * from "./types.js"
 export { VERSION } from "./version.js"
 export { type VerifyOptions, verifyWebhook, type WebhookHeaders } from "./webhooks.js"

@@ -9,7 +9,7 @@ const source = (file: string) => readFileSync(join(import.meta.dirname, "..", fi
 it("names every export of the package in its README", () => {
   const readme = source("README.md")
   // index.ts names each export but the wire types, which it re-exports whole from types.ts.
-  const named = [...source("src/index.ts").matchAll(/export \{([^}]*)\}/g)].flatMap((match) =>
+  const named = [...source("src/index.ts").matchAll(/export (?:type )?\{([^}]*)\}/g)].flatMap((match) =>
     match[1]!.split(",").map((name) => name.replace(/^\s*type\s+/, "").trim())
   )
   const wireTypes = [...source("src/types.ts").matchAll(/^export (?:type|interface) (\w+)/gm)].map(
