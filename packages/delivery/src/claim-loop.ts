@@ -106,7 +106,7 @@ export const claimLoop = <A>(options: ClaimLoopOptions<A>): Effect.Effect<never,
           yield* Effect.race(options.wakeup, Effect.sleep(Duration.millis(options.pollIntervalMs)))
         // It found nothing and nothing due was left waiting (another claim took it, or none is
         // due): a freed slot brings nothing new either; a wake-up or the next due time does
-        // (docs/webhooks.md, "Wake-ups"). The slot freed meanwhile is forgotten.
+        // (docs/webhooks.md, "After an empty claim"). The slot freed meanwhile is forgotten.
         else if (claimed === 0 && !more) {
           // Asked before the race, not inside it: interrupting a query makes @effect/sql-pg
           // send pg_cancel_backend, which can hit the next statement on that connection.

@@ -1,7 +1,7 @@
 /**
  * The claim loop's waits, under TestClock: a claim that found nothing and left nothing due
  * waiting is not followed by another when one of its items finishes (docs/webhooks.md,
- * "Wake-ups"). With several dispatchers, the claims that find nothing are the ones another
+ * "After an empty claim"). With several dispatchers, the claims that find nothing are the ones another
  * dispatcher beat to the work; a claim after each freed slot doubled them.
  */
 import { expect, it } from "@effect/vitest"

@@ -19,6 +19,8 @@ export * as Paging from "./shared/list-query.js"
 export type { Listed, ListQuery } from "./shared/lists.js"
 export * from "./shared/models.js"
 export * from "./shared/ports.js"
+// Named by the types of the ports adapters implement (a declaration build must reach it).
+export type * from "./shared/stored.js"
 export * as TraceContext from "./shared/trace-context.js"
 export * from "./submissions/intake-bot-cache.js"
 export * from "./submissions/intake-bots.js"

@@ -1,5 +1,5 @@
 /**
- * The ports of access (docs/rules.md, Authentication): workspaces and API keys, the
+ * The ports of access (docs/rules.md, API keys): workspaces and API keys, the
  * idempotency records, the rate limiter and the invalidation of cached keys. The rules of
  * every port (failures, units of work) are in shared/ports.ts.
  */

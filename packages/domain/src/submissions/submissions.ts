@@ -286,8 +286,8 @@ const queueSummaryJob = (
   )
 
 /**
- * Stores the submission within the workspace's monthly quota (docs/rules.md, Plans and
- * limits); past it, the whole unit of work rolls back. It goes last, after a stored
+ * Stores the submission within the workspace's monthly quota (docs/rules.md, Limits and
+ * rate limits); past it, the whole unit of work rolls back. It goes last, after a stored
  * response (shared/last-steps.ts), and the COMMIT may go with it, so the usage counter
  * stays locked for the commit only (docs/performance.md, Round trips of a create).
  */
