@@ -10,6 +10,8 @@ import {
   type DeliveryIsolation,
   DeliveryRepository,
   EventOutbox,
+  makeWebhookId,
+  makeWorkspaceId,
   StorageUnavailable,
   UnitOfWork,
   type WebhookEndpoint,
@@ -34,7 +36,7 @@ export const deliveryRepositoryContract = (name: string, theLayer: Layer.Layer<P
 
     const givenEndpoint = (overrides: Partial<WebhookEndpoint> = {}) =>
       Effect.gen(function* () {
-        const endpoint = aWebhookEndpoint({ workspaceId: uniqueId("ws"), ...overrides })
+        const endpoint = aWebhookEndpoint({ workspaceId: makeWorkspaceId(uniqueId("ws")), ...overrides })
         yield* (yield* WebhookRepository).insertWithinCap(endpoint, 100)
         return endpoint
       })
@@ -233,13 +235,15 @@ export const deliveryRepositoryContract = (name: string, theLayer: Layer.Layer<P
       Effect.gen(function* () {
         const repo = yield* DeliveryRepository
         const workspaceId = uniqueId("ws")
-        const active = yield* givenEndpoint({ workspaceId })
-        yield* givenEndpoint({ workspaceId, status: "paused" })
-        yield* givenEndpoint({ workspaceId, status: "disabled" })
+        const active = yield* givenEndpoint({ workspaceId: makeWorkspaceId(workspaceId) })
+        yield* givenEndpoint({ workspaceId: makeWorkspaceId(workspaceId), status: "paused" })
+        yield* givenEndpoint({ workspaceId: makeWorkspaceId(workspaceId), status: "disabled" })
         yield* givenEndpoint()
-        expect((yield* repo.activeEndpoints(workspaceId)).map((e) => e.id)).toEqual([active.id])
+        expect((yield* repo.activeEndpoints(makeWorkspaceId(workspaceId))).map((e) => e.id)).toEqual([
+          active.id
+        ])
         expect(yield* repo.endpoint(active.id)).toEqual(Option.some(active))
-        expect(yield* repo.endpoint(uniqueId("wh"))).toEqual(Option.none())
+        expect(yield* repo.endpoint(makeWebhookId(uniqueId("wh")))).toEqual(Option.none())
       }))
 
     test("purges in batches the finished attempts and the events older than the bound, never a pending attempt nor its event", () =>
@@ -346,7 +350,11 @@ export const deliveryRepositoryContract = (name: string, theLayer: Layer.Layer<P
           endpoint: { status: "disabled", consecutiveFails: 1 }
         })
         expect(
-          yield* repo.recordOutcome(uniqueId("wh"), { ok: true, responseStatus: 200, at: 1 }, 5 * DAY)
+          yield* repo.recordOutcome(
+            makeWebhookId(uniqueId("wh")),
+            { ok: true, responseStatus: 200, at: 1 },
+            5 * DAY
+          )
         ).toEqual(Option.none())
       }))
     // ------------------------------------------------------------ isolation (docs/webhooks.md)
@@ -390,8 +398,8 @@ export const deliveryRepositoryContract = (name: string, theLayer: Layer.Layer<P
       Effect.gen(function* () {
         const repo = yield* DeliveryRepository
         const workspaceId = uniqueId("ws")
-        const big = yield* givenEndpoint({ workspaceId })
-        const sibling = yield* givenEndpoint({ workspaceId })
+        const big = yield* givenEndpoint({ workspaceId: makeWorkspaceId(workspaceId) })
+        const sibling = yield* givenEndpoint({ workspaceId: makeWorkspaceId(workspaceId) })
         const elsewhere = yield* givenEndpoint()
         const backlog = Array.from({ length: 10 }, () => aDelivery({ webhookId: big.id }))
         yield* Effect.forEach(backlog, (d, i) => repo.enqueue([d], i), { discard: true })
@@ -582,7 +590,7 @@ export const deliveryRepositoryContract = (name: string, theLayer: Layer.Layer<P
         const repo = yield* DeliveryRepository
         const uow = yield* UnitOfWork
         const [x, y] = [yield* givenEndpoint(), yield* givenEndpoint()]
-        const locked = yield* uow.transaction(repo.lockEndpoints([y.id, uniqueId("wh"), x.id]))
+        const locked = yield* uow.transaction(repo.lockEndpoints([y.id, makeWebhookId(uniqueId("wh")), x.id]))
         expect(locked.map((e) => e.id)).toEqual([x.id, y.id].sort())
         expect(locked.find((e) => e.id === x.id)).toEqual(x)
       }))

@@ -1,4 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
+import { makeIntakeBotId } from "@intake/domain"
 import {
   Crypto,
   IntakeBots,
@@ -175,7 +176,7 @@ describe("intake bots", () => {
         )
         expect(error).toMatchObject({ _tag: "ValidationFailed", issues: [{ path: "schema.0.options" }] })
         expect(yield* bots.get(workspace.id, bot.id)).toEqual(bot)
-        expect(yield* Effect.flip(bots.update("bot_unknown", { name: "x" }))).toMatchObject({
+        expect(yield* Effect.flip(bots.update(makeIntakeBotId("bot_unknown"), { name: "x" }))).toMatchObject({
           resource: "intake_bot"
         })
       }).pipe(Effect.provide(submissionsArea()))
