@@ -1,5 +1,5 @@
 /**
- * Branded ids (docs/architecture.md, The domain): a workspace's id and a bot's id are both
+ * Branded ids (docs/architecture.md, Branded ids): a workspace's id and a bot's id are both
  * strings at run time, but distinct types, so that arguments given in the wrong order fail
  * to compile. The schemas validate nothing beyond a string; the `make…` constructors turn a
  * string into its brand where it enters (an HTTP path, a row), at no cost: they return their
