@@ -24,7 +24,7 @@ import { PlatformLive } from "@intake/node"
 import { Effect, Schema } from "effect"
 
 /** Never called: it exists for the compiler, which checks every call in it. */
-export const swappedArgumentsFailToCompile = (
+const swappedArgumentsFailToCompile = (
   bots: IntakeBotRepository["Type"],
   submissions: SubmissionRepository["Type"],
   useCase: Submissions["Type"],
@@ -73,6 +73,8 @@ describe("branded ids", () => {
   )
 
   it("a constructor answers its argument, as the schema decodes it", () => {
+    // The swapped calls above are for the compiler only: nothing here calls them.
+    expect(swappedArgumentsFailToCompile).toBeTypeOf("function")
     expect(makeWorkspaceId("ws_1")).toBe("ws_1")
     const decoded: WorkspaceId = Schema.decodeUnknownSync(WorkspaceId)("ws_1")
     const made: WorkspaceId = makeWorkspaceId("ws_1")
