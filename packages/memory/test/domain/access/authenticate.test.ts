@@ -1,11 +1,11 @@
 import { describe, expect, it } from "@effect/vitest"
-import { makeApiKeyId } from "@intake/domain"
 import {
   Access,
   AccessInvalidation,
   ApiKeyFormat,
   ApiKeyRepository,
   Crypto,
+  makeApiKeyId,
   Provisioning,
   WorkspaceRepository
 } from "@intake/domain/internal"

@@ -1,6 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { makeApiKeyId, makeWorkspaceId } from "@intake/domain"
-import { ApiKeyFormat, type Plan, Provisioning } from "@intake/domain/internal"
+import { ApiKeyFormat, makeApiKeyId, makeWorkspaceId, type Plan, Provisioning } from "@intake/domain/internal"
 import { accessTestLayer, authenticate, issueApiKey, provisionWorkspace } from "@intake/testing"
 import { Clock, Effect, Either, TestClock } from "effect"
 

@@ -3,12 +3,13 @@
  * TestClock driving the retry schedule and the disable window.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { makeWebhookId, makeWorkspaceId } from "@intake/domain"
 import {
   Conflict,
   Deliveries,
   type Delivery,
   IntakeBots,
+  makeWebhookId,
+  makeWorkspaceId,
   ResourceNotFound,
   Submissions,
   ValidationFailed,

@@ -1,9 +1,9 @@
 import { describe, expect, it } from "@effect/vitest"
-import { makeIntakeBotId } from "@intake/domain"
 import {
   Crypto,
   IntakeBots,
   IntakeBotsLive,
+  makeIntakeBotId,
   ResourceNotFound,
   ShareSlug,
   Submissions,

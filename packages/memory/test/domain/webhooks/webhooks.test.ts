@@ -1,6 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
-import { makeIntakeBotId, makeWebhookId } from "@intake/domain"
 import {
+  makeIntakeBotId,
+  makeWebhookId,
   type NewWebhook,
   PlanLimitExceeded,
   ResourceNotFound,
