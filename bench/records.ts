@@ -4,10 +4,11 @@
  */
 import { randomUUID } from "node:crypto"
 import type { DomainEvent, IntakeBot, Submission, Workspace } from "@intake/domain"
+import { makeIntakeBotId, makeSubmissionId, makeWorkspaceId } from "@intake/domain"
 
 export const id = (prefix: string) => `${prefix}_${randomUUID().replaceAll("-", "")}`
 export const workspaceRecord = (name = "Bench"): Workspace => ({
-  id: id("ws"),
+  id: makeWorkspaceId(id("ws")),
   name,
   plan: "business",
   status: "active",
@@ -17,8 +18,8 @@ export const workspaceRecord = (name = "Bench"): Workspace => ({
   updatedAt: 0
 })
 export const botRecord = (workspaceId: string): IntakeBot => ({
-  id: id("bot"),
-  workspaceId,
+  id: makeIntakeBotId(id("bot")),
+  workspaceId: makeWorkspaceId(workspaceId),
   name: "Bench form",
   description: "",
   status: "ACTIVE",
@@ -29,7 +30,7 @@ export const botRecord = (workspaceId: string): IntakeBot => ({
   updatedAt: 0
 })
 export const submissionRecord = (bot: IntakeBot, at: number): Submission => ({
-  id: id("sub"),
+  id: makeSubmissionId(id("sub")),
   workspaceId: bot.workspaceId,
   intakeBotId: bot.id,
   data: { email: "ada@example.com" },

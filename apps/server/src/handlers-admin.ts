@@ -1,7 +1,17 @@
 /** The operator interface (docs/rules.md, Operator API), bound to the use cases. */
 
 import * as Api from "@intake/api"
-import { DateTimes, IntakeBots, invalid, Provisioning, Submissions } from "@intake/domain/internal"
+import {
+  DateTimes,
+  IntakeBots,
+  invalid,
+  makeApiKeyId,
+  makeIntakeBotId,
+  makeSubmissionId,
+  makeWorkspaceId,
+  Provisioning,
+  Submissions
+} from "@intake/domain/internal"
 import { Effect } from "effect"
 import { type Handlers, routesOf } from "./routes.js"
 
@@ -54,7 +64,7 @@ export const adminHandlers: Handlers<typeof Api.AdminApi, AdminServices> = {
       Effect.map(
         Effect.flatMap(Provisioning, (p) =>
           p.updateWorkspace(
-            path.id,
+            makeWorkspaceId(path.id),
             present({
               plan: payload.plan,
               status: payload.status,
@@ -72,7 +82,10 @@ export const adminHandlers: Handlers<typeof Api.AdminApi, AdminServices> = {
       Effect.flatMap(expiry(payload.expires_at), (expiresAt) =>
         Effect.map(
           Effect.flatMap(Provisioning, (p) =>
-            p.createApiKey(path.id, present({ scopes: payload.scopes, name: payload.name, expiresAt }))
+            p.createApiKey(
+              makeWorkspaceId(path.id),
+              present({ scopes: payload.scopes, name: payload.name, expiresAt })
+            )
           ),
           (issued) => ({ api_key: Api.issuedApiKeyToWire(issued) })
         )
@@ -82,7 +95,7 @@ export const adminHandlers: Handlers<typeof Api.AdminApi, AdminServices> = {
   getApiKey: {
     handle: ({ path }) =>
       Effect.map(
-        Effect.flatMap(Provisioning, (p) => p.getApiKey(path.id)),
+        Effect.flatMap(Provisioning, (p) => p.getApiKey(makeApiKeyId(path.id))),
         (key) => ({ api_key: Api.apiKeyToWire(key) })
       ),
     options: admin
@@ -90,7 +103,7 @@ export const adminHandlers: Handlers<typeof Api.AdminApi, AdminServices> = {
   revokeApiKey: {
     handle: ({ path }) =>
       Effect.map(
-        Effect.flatMap(Provisioning, (p) => p.revokeApiKey(path.id)),
+        Effect.flatMap(Provisioning, (p) => p.revokeApiKey(makeApiKeyId(path.id))),
         (key) => ({ api_key: Api.apiKeyToWire(key) })
       ),
     options: admin
@@ -98,7 +111,7 @@ export const adminHandlers: Handlers<typeof Api.AdminApi, AdminServices> = {
   createIntakeBot: {
     handle: ({ path, payload }) =>
       Effect.map(
-        Effect.flatMap(IntakeBots, (bots) => bots.create(path.id, botFields(payload))),
+        Effect.flatMap(IntakeBots, (bots) => bots.create(makeWorkspaceId(path.id), botFields(payload))),
         (bot) => ({ intake_bot: Api.intakeBotToWire(bot) })
       ),
     options: admin
@@ -106,7 +119,7 @@ export const adminHandlers: Handlers<typeof Api.AdminApi, AdminServices> = {
   updateIntakeBot: {
     handle: ({ path, payload }) =>
       Effect.map(
-        Effect.flatMap(IntakeBots, (bots) => bots.update(path.id, botFields(payload))),
+        Effect.flatMap(IntakeBots, (bots) => bots.update(makeIntakeBotId(path.id), botFields(payload))),
         (bot) => ({ intake_bot: Api.intakeBotToWire(bot) })
       ),
     options: admin
@@ -116,7 +129,7 @@ export const adminHandlers: Handlers<typeof Api.AdminApi, AdminServices> = {
       Effect.map(
         Effect.flatMap(Submissions, (submissions) =>
           submissions.createForBot(
-            path.id,
+            makeIntakeBotId(path.id),
             present({
               data: payload.data,
               status: payload.status,
@@ -132,7 +145,7 @@ export const adminHandlers: Handlers<typeof Api.AdminApi, AdminServices> = {
   deleteSubmission: {
     handle: ({ path }) =>
       Effect.as(
-        Effect.flatMap(Submissions, (submissions) => submissions.remove(path.id)),
+        Effect.flatMap(Submissions, (submissions) => submissions.remove(makeSubmissionId(path.id))),
         { id: path.id, deleted: true as const }
       ),
     options: admin

@@ -10,6 +10,10 @@ import {
   type Idempotency,
   type IntakeBot,
   IntakeBots,
+  makeDeliveryId,
+  makeIntakeBotId,
+  makeSubmissionId,
+  makeWebhookId,
   Submissions,
   Webhooks
 } from "@intake/domain"
@@ -63,7 +67,7 @@ export const v1Handlers: Handlers<typeof Api.IntakeApi, V1Services> = {
   getIntakeBot: {
     handle: ({ principal, path }) =>
       Effect.map(
-        Effect.flatMap(IntakeBots, (bots) => bots.get(principal.workspace.id, path.id)),
+        Effect.flatMap(IntakeBots, (bots) => bots.get(principal.workspace.id, makeIntakeBotId(path.id))),
         botAnswer
       ),
     options: { ...v1, answersRepeat: true }
@@ -72,7 +76,7 @@ export const v1Handlers: Handlers<typeof Api.IntakeApi, V1Services> = {
     handle: ({ principal, path, urlParams }) =>
       Effect.map(
         Effect.flatMap(Submissions, (submissions) =>
-          submissions.list(principal.workspace.id, path.id, {
+          submissions.list(principal.workspace.id, makeIntakeBotId(path.id), {
             ...listQuery(urlParams),
             createdAfter: urlParams.created_after ?? null,
             createdBefore: urlParams.created_before ?? null
@@ -91,7 +95,11 @@ export const v1Handlers: Handlers<typeof Api.IntakeApi, V1Services> = {
     handle: ({ principal, path }) =>
       Effect.map(
         Effect.flatMap(Submissions, (submissions) =>
-          submissions.get(principal.workspace.id, path.id, path.submissionId)
+          submissions.get(
+            principal.workspace.id,
+            makeIntakeBotId(path.id),
+            makeSubmissionId(path.submissionId)
+          )
         ),
         (submission) => ({ submission: Api.submissionToWire(submission) })
       ),
@@ -101,7 +109,7 @@ export const v1Handlers: Handlers<typeof Api.IntakeApi, V1Services> = {
     handle: ({ principal, path, payload, notes }) =>
       Effect.map(
         Effect.flatMap(Submissions, (submissions) =>
-          submissions.create(principal.workspace.id, path.id, {
+          submissions.create(principal.workspace.id, makeIntakeBotId(path.id), {
             data: payload.data,
             ...(payload.status === undefined ? {} : { status: payload.status }),
             ...(payload.is_test === undefined ? {} : { isTest: payload.is_test }),
@@ -132,7 +140,7 @@ export const v1Handlers: Handlers<typeof Api.IntakeApi, V1Services> = {
   getWebhook: {
     handle: ({ principal, path }) =>
       Effect.zipWith(
-        Effect.flatMap(Webhooks, (webhooks) => webhooks.get(principal.workspace.id, path.id)),
+        Effect.flatMap(Webhooks, (webhooks) => webhooks.get(principal.workspace.id, makeWebhookId(path.id))),
         Clock.currentTimeMillis,
         (webhook, now) => ({ webhook: Api.webhookToWire(webhook, now) })
       ),
@@ -146,7 +154,9 @@ export const v1Handlers: Handlers<typeof Api.IntakeApi, V1Services> = {
             url: payload.url,
             events: payload.events,
             ...(payload.description === undefined ? {} : { description: payload.description }),
-            ...(payload.intake_bot_ids === undefined ? {} : { intakeBotIds: payload.intake_bot_ids }),
+            ...(payload.intake_bot_ids === undefined
+              ? {}
+              : { intakeBotIds: payload.intake_bot_ids.map(makeIntakeBotId) }),
             ...(payload.rate_limit === undefined ? {} : { rateLimit: payload.rate_limit })
           })
         ),
@@ -159,11 +169,13 @@ export const v1Handlers: Handlers<typeof Api.IntakeApi, V1Services> = {
     handle: ({ principal, path, payload }) =>
       Effect.zipWith(
         Effect.flatMap(Webhooks, (webhooks) =>
-          webhooks.update(principal.workspace.id, path.id, {
+          webhooks.update(principal.workspace.id, makeWebhookId(path.id), {
             ...(payload.events === undefined ? {} : { events: payload.events }),
             ...(payload.description === undefined ? {} : { description: payload.description }),
             ...(payload.status === undefined ? {} : { status: payload.status }),
-            ...(payload.intake_bot_ids === undefined ? {} : { intakeBotIds: payload.intake_bot_ids }),
+            ...(payload.intake_bot_ids === undefined
+              ? {}
+              : { intakeBotIds: payload.intake_bot_ids.map(makeIntakeBotId) }),
             ...(payload.rate_limit === undefined ? {} : { rateLimit: payload.rate_limit })
           })
         ),
@@ -175,7 +187,9 @@ export const v1Handlers: Handlers<typeof Api.IntakeApi, V1Services> = {
   deleteWebhook: {
     handle: ({ principal, path }) =>
       Effect.as(
-        Effect.flatMap(Webhooks, (webhooks) => webhooks.remove(principal.workspace.id, path.id)),
+        Effect.flatMap(Webhooks, (webhooks) =>
+          webhooks.remove(principal.workspace.id, makeWebhookId(path.id))
+        ),
         { id: path.id, deleted: true as const }
       ),
     options: v1
@@ -186,7 +200,7 @@ export const v1Handlers: Handlers<typeof Api.IntakeApi, V1Services> = {
         Effect.flatMap(Webhooks, (webhooks) =>
           webhooks.rotateSecret(
             principal.workspace.id,
-            path.id,
+            makeWebhookId(path.id),
             payload.grace_period_seconds === undefined
               ? {}
               : { gracePeriodSeconds: payload.grace_period_seconds }
@@ -201,7 +215,9 @@ export const v1Handlers: Handlers<typeof Api.IntakeApi, V1Services> = {
   testWebhook: {
     handle: ({ principal, path }) =>
       Effect.map(
-        Effect.flatMap(Deliveries, (deliveries) => deliveries.test(principal.workspace.id, path.id)),
+        Effect.flatMap(Deliveries, (deliveries) =>
+          deliveries.test(principal.workspace.id, makeWebhookId(path.id))
+        ),
         (delivery) => ({ delivery: Api.deliveryToWire(delivery) })
       ),
     options: v1CallingOut
@@ -210,11 +226,12 @@ export const v1Handlers: Handlers<typeof Api.IntakeApi, V1Services> = {
     handle: ({ principal, path, urlParams }) =>
       Effect.map(
         Effect.flatMap(Deliveries, (deliveries) =>
-          deliveries.list(principal.workspace.id, path.id, {
+          deliveries.list(principal.workspace.id, makeWebhookId(path.id), {
             ...listQuery(urlParams),
             status: urlParams.status ?? null,
             eventType: urlParams.event_type ?? null,
-            submissionId: urlParams.submission_id ?? null,
+            submissionId:
+              urlParams.submission_id === undefined ? null : makeSubmissionId(urlParams.submission_id),
             createdAfter: urlParams.created_after ?? null,
             createdBefore: urlParams.created_before ?? null
           })
@@ -230,7 +247,7 @@ export const v1Handlers: Handlers<typeof Api.IntakeApi, V1Services> = {
     handle: ({ principal, path }) =>
       Effect.map(
         Effect.flatMap(Deliveries, (deliveries) =>
-          deliveries.get(principal.workspace.id, path.id, path.deliveryId)
+          deliveries.get(principal.workspace.id, makeWebhookId(path.id), makeDeliveryId(path.deliveryId))
         ),
         (delivery) => ({ delivery: Api.deliveryToWire(delivery) })
       ),
@@ -240,7 +257,7 @@ export const v1Handlers: Handlers<typeof Api.IntakeApi, V1Services> = {
     handle: ({ principal, path, payload }) =>
       Effect.map(
         Effect.flatMap(Deliveries, (deliveries) =>
-          deliveries.recover(principal.workspace.id, path.id, {
+          deliveries.recover(principal.workspace.id, makeWebhookId(path.id), {
             since: payload.since,
             until: payload.until ?? null
           })
@@ -253,7 +270,11 @@ export const v1Handlers: Handlers<typeof Api.IntakeApi, V1Services> = {
     handle: ({ principal, path }) =>
       Effect.map(
         Effect.flatMap(Deliveries, (deliveries) =>
-          deliveries.redeliver(principal.workspace.id, path.id, path.deliveryId)
+          deliveries.redeliver(
+            principal.workspace.id,
+            makeWebhookId(path.id),
+            makeDeliveryId(path.deliveryId)
+          )
         ),
         (delivery) => ({ delivery: Api.deliveryToWire(delivery) })
       ),

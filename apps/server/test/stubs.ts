@@ -9,6 +9,8 @@ import {
   Deliveries,
   Idempotency,
   IntakeBots,
+  makeApiKeyId,
+  makeWorkspaceId,
   Provisioning,
   Submissions,
   Webhooks
@@ -23,8 +25,8 @@ const unstubbed = (name: string) =>
 
 const principal = {
   apiKey: {
-    id: "key_stub",
-    workspaceId: "ws_stub",
+    id: makeApiKeyId("key_stub"),
+    workspaceId: makeWorkspaceId("ws_stub"),
     name: null,
     keyHash: "",
     scopes: allScopes,
@@ -34,7 +36,7 @@ const principal = {
     createdAt: 0
   },
   workspace: {
-    id: "ws_stub",
+    id: makeWorkspaceId("ws_stub"),
     name: "Stub",
     plan: "pro" as const,
     status: "active" as const,

@@ -1,5 +1,6 @@
 import { OpenApi } from "@effect/platform"
 import type { IntakeBot, WebhookEndpoint } from "@intake/domain"
+import { makeIntakeBotId, makeWebhookId, makeWorkspaceId } from "@intake/domain"
 import { describe, expect, it } from "vitest"
 import {
   AdminApi,
@@ -11,8 +12,8 @@ import {
 } from "../src/index.js"
 
 const bot: IntakeBot = {
-  id: "bot_1",
-  workspaceId: "ws_1",
+  id: makeIntakeBotId("bot_1"),
+  workspaceId: makeWorkspaceId("ws_1"),
   name: "Contact form",
   description: "",
   status: "ACTIVE",
@@ -24,8 +25,8 @@ const bot: IntakeBot = {
 }
 
 const webhook: WebhookEndpoint = {
-  id: "wh_1",
-  workspaceId: "ws_1",
+  id: makeWebhookId("wh_1"),
+  workspaceId: makeWorkspaceId("ws_1"),
   url: "https://example.com/hook",
   events: ["submission.completed"],
   status: "active",

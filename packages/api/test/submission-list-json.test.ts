@@ -1,4 +1,5 @@
 import type { SchemaField, SubmissionListItem } from "@intake/domain"
+import { makeIntakeBotId, makeSubmissionId, makeWorkspaceId } from "@intake/domain"
 import { Schema } from "effect"
 import { describe, expect, it } from "vitest"
 import { isoTimestamp, SubmissionList, schemaFieldSummary, submissionListJson } from "../src/index.js"
@@ -9,9 +10,9 @@ const schema: ReadonlyArray<SchemaField> = [
 ]
 
 const item = (overrides: Partial<SubmissionListItem>, data: unknown): SubmissionListItem => ({
-  id: "sub_1",
-  workspaceId: "ws_1",
-  intakeBotId: "bot_1",
+  id: makeSubmissionId("sub_1"),
+  workspaceId: makeWorkspaceId("ws_1"),
+  intakeBotId: makeIntakeBotId("bot_1"),
   dataJson: JSON.stringify(data),
   status: "COMPLETED",
   aiSummary: "Name: Ada",
@@ -28,7 +29,7 @@ const items = [
   item({}, { name: "Ada", topics: ["a"] }),
   item(
     {
-      id: "sub_2",
+      id: makeSubmissionId("sub_2"),
       status: "IN_PROGRESS",
       aiSummary: 'quote " backslash \\ newline \n tab \t nul \u0000 line-sep \u2028 ü ✓ 😀 lone \ud800',
       isTest: true,
@@ -40,7 +41,7 @@ const items = [
     },
     { zeta: 'a "b" \\ \n', alpha: null, count: -12.5e-7, flag: false, list: ["ü", "😀"] }
   ),
-  item({ id: "sub_3" }, {})
+  item({ id: makeSubmissionId("sub_3") }, {})
 ]
 
 /** The same page as an object, serialized by JSON.stringify: what the answer was before it was written by hand. */
@@ -100,7 +101,9 @@ describe("a page of submissions written as JSON", () => {
       0
     ]
     const written = submissionListJson({
-      items: instants.map((at, index) => item({ id: `sub_${index}`, createdAt: at, updatedAt: at + 1 }, {})),
+      items: instants.map((at, index) =>
+        item({ id: makeSubmissionId(`sub_${index}`), createdAt: at, updatedAt: at + 1 }, {})
+      ),
       schema: [],
       pagination: { has_more: false, next_cursor: null }
     }).text

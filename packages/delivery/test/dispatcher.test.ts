@@ -5,6 +5,8 @@ import {
   DeliveriesLive,
   DeliveryRepository,
   IntakeBots,
+  makeWebhookId,
+  makeWorkspaceId,
   ReceiverClient,
   type ReceiverRequest,
   StorageUnavailable,
@@ -50,7 +52,9 @@ const givenEvents = (count: number) =>
 
 const statuses = (workspaceId: string, webhookId: string) =>
   Effect.map(
-    Effect.flatMap(Deliveries, (d) => d.list(workspaceId, webhookId, { limit: 100, cursor: null })),
+    Effect.flatMap(Deliveries, (d) =>
+      d.list(makeWorkspaceId(workspaceId), makeWebhookId(webhookId), { limit: 100, cursor: null })
+    ),
     (listed) => listed.items.map((item) => item.status)
   )
 

@@ -3,7 +3,7 @@
  * answering a shape the domain's schema refuses fails the case that reads it.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { WorkspaceRepository } from "@intake/domain"
+import { makeWorkspaceId, WorkspaceRepository } from "@intake/domain"
 import { aWorkspace, checkedStores } from "@intake/testing"
 import { Cause, Effect, Exit, Layer, Option } from "effect"
 import { MemoryDatabase } from "../src/database.js"
@@ -19,7 +19,7 @@ const answering = (change: (workspace: Record<string, unknown>) => Record<string
       ...store,
       findById: (id: string) =>
         Effect.map(
-          store.findById(id),
+          store.findById(makeWorkspaceId(id)),
           Option.map((w) => change({ ...w }) as unknown as typeof w)
         )
     }))

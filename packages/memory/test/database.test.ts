@@ -1,11 +1,12 @@
 import { describe, expect, it } from "@effect/vitest"
+import { makeWorkspaceId } from "@intake/domain"
 import { Effect, Fiber } from "effect"
 import { MemoryDatabase } from "../src/database.js"
 
 const putWorkspaceName = (db: MemoryDatabase, id: string, name: string) =>
   db.run((t, w) =>
     w.set(t.workspaces, id, {
-      id,
+      id: makeWorkspaceId(id),
       name,
       plan: "pro",
       status: "active",

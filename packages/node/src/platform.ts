@@ -4,7 +4,7 @@
  */
 import { createHash, createHmac, hash, randomFillSync, timingSafeEqual } from "node:crypto"
 import { lookup } from "node:dns/promises"
-import { AddressResolver, Crypto, type IdPrefix, Ids, StorageUnavailable } from "@intake/domain"
+import { AddressResolver, Crypto, type IdPrefix, Ids, prefixedId, StorageUnavailable } from "@intake/domain"
 import { Clock, Effect, Layer } from "effect"
 
 /**
@@ -68,7 +68,7 @@ export const IdsLive = Layer.effect(
     // A create takes all its ids at one reading of the clock: their time part is encoded once.
     let encodedMillis = Number.NaN
     let encodedTime = ""
-    const at = (prefix: IdPrefix, millis: number) => {
+    const at = <P extends IdPrefix>(prefix: P, millis: number) => {
       if (millis !== encodedMillis) {
         encodedTime = encodeTime(millis)
         encodedMillis = millis
@@ -76,7 +76,7 @@ export const IdsLive = Layer.effect(
       const random = crypto.randomBytes(16)
       let tail = ""
       for (let i = 0; i < 16; i++) tail += CROCKFORD[random[i]! & 31]
-      return `${prefix}_${encodedTime}${tail}`
+      return prefixedId(prefix, encodedTime + tail)
     }
     return {
       next: (prefix) => Effect.map(Clock.currentTimeMillis, (millis) => at(prefix, millis)),

@@ -6,14 +6,20 @@
  * the repository of the table and the reads that join it (dispatch-sources.ts).
  */
 import type {
+  ApiKeyId,
   Contact,
   Delivery,
+  DeliveryId,
   DomainEvent,
   IntakeBot,
+  IntakeBotId,
   Message,
   Submission,
+  SubmissionId,
   WebhookEndpoint,
-  Workspace
+  WebhookId,
+  Workspace,
+  WorkspaceId
 } from "@intake/domain"
 import { fromJson, toMillis, toMillisOrNull, toNumber } from "./storage.js"
 
@@ -25,7 +31,7 @@ export type Int8 = string | number
 export type Json = unknown
 
 export interface WorkspaceRow {
-  readonly id: string
+  readonly id: WorkspaceId
   readonly name: string
   readonly plan: Workspace["plan"]
   readonly status: Workspace["status"]
@@ -36,8 +42,8 @@ export interface WorkspaceRow {
 }
 
 export interface ApiKeyRow {
-  readonly id: string
-  readonly workspace_id: string
+  readonly id: ApiKeyId
+  readonly workspace_id: WorkspaceId
   readonly name: string | null
   readonly key_hash: string
   readonly scopes: Json
@@ -48,8 +54,8 @@ export interface ApiKeyRow {
 }
 
 export interface BotRow {
-  readonly id: string
-  readonly workspace_id: string
+  readonly id: IntakeBotId
+  readonly workspace_id: WorkspaceId
   readonly name: string
   readonly description: string
   readonly status: IntakeBot["status"]
@@ -61,9 +67,9 @@ export interface BotRow {
 }
 
 export interface SubmissionRow {
-  readonly id: string
-  readonly workspace_id: string
-  readonly intake_bot_id: string
+  readonly id: SubmissionId
+  readonly workspace_id: WorkspaceId
+  readonly intake_bot_id: IntakeBotId
   readonly status: Submission["status"]
   readonly ai_summary: string
   readonly is_test: boolean
@@ -78,7 +84,7 @@ export interface SubmissionRow {
 
 export interface MessageRow {
   readonly id: string
-  readonly submission_id: string
+  readonly submission_id: SubmissionId
   readonly role: Message["role"]
   readonly content: string
   readonly created_at: Timestamp
@@ -86,7 +92,7 @@ export interface MessageRow {
 
 export interface ContactRow {
   readonly id: string
-  readonly workspace_id: string
+  readonly workspace_id: WorkspaceId
   readonly email: string
   readonly name: string | null
   readonly created_at: Timestamp
@@ -94,12 +100,12 @@ export interface ContactRow {
 
 export interface EventRow {
   readonly id: string
-  readonly workspace_id: string
+  readonly workspace_id: WorkspaceId
   readonly type: DomainEvent["type"]
-  readonly intake_bot_id: string
-  readonly submission_id: string
+  readonly intake_bot_id: IntakeBotId
+  readonly submission_id: SubmissionId
   readonly contact_id: string | null
-  readonly webhook_id?: string | null
+  readonly webhook_id?: WebhookId | null
   readonly disabled_reason?: NonNullable<DomainEvent["disabledReason"]> | null
   readonly request_id?: string | null
   readonly trace_parent?: string | null
@@ -107,8 +113,8 @@ export interface EventRow {
 }
 
 export interface WebhookEndpointRow {
-  readonly id: string
-  readonly workspace_id: string
+  readonly id: WebhookId
+  readonly workspace_id: WorkspaceId
   readonly url: string
   readonly events: Json
   readonly status: WebhookEndpoint["status"]
@@ -129,8 +135,8 @@ export interface WebhookEndpointRow {
 }
 
 export interface DeliveryRow {
-  readonly id: string
-  readonly webhook_id: string
+  readonly id: DeliveryId
+  readonly webhook_id: WebhookId
   readonly event_id: string
   readonly event_type: string
   readonly attempt: number
@@ -152,9 +158,9 @@ export interface LoggedDeliveryRow extends DeliveryRow {
 }
 
 export interface SummaryJobRow {
-  readonly submission_id: string
-  readonly workspace_id: string
-  readonly intake_bot_id: string
+  readonly submission_id: SubmissionId
+  readonly workspace_id: WorkspaceId
+  readonly intake_bot_id: IntakeBotId
   readonly attempts: number
   readonly held_delivery_ids: Json
   readonly due_at: Timestamp
@@ -187,7 +193,7 @@ export interface ContactForRow {
 
 /** A leased attempt's dispatch sources, each a row of its table as json (dispatch-sources.ts). */
 export interface DispatchSourcesRow {
-  readonly delivery_id: string
+  readonly delivery_id: DeliveryId
   readonly endpoint: Json
   readonly workspace: Json
   readonly event: Json
@@ -203,8 +209,8 @@ export interface LeasedDeliveryRow extends DeliveryRow, DispatchSourcesRow {}
 
 /** An endpoint's backlog at a time (deliveries.ts, backlogsStatement). */
 export interface BacklogRow {
-  readonly webhook_id: string
-  readonly workspace_id: string | null
+  readonly webhook_id: WebhookId
+  readonly workspace_id: WorkspaceId | null
   readonly waiting: Int8
   readonly consecutive_fails: number | null
   readonly circuit_open_until: Timestamp | null
@@ -267,8 +273,8 @@ export const submissionFieldsFromRow = (
 /** A submission row, its data parsed. */
 export const submissionFromRow = (
   row: Omit<SubmissionRow, "message_count">,
-  workspaceId?: string,
-  intakeBotId?: string
+  workspaceId?: WorkspaceId,
+  intakeBotId?: IntakeBotId
 ): Submission =>
   Object.assign(submissionFieldsFromRow(row, workspaceId, intakeBotId), {
     data: fromJson<Submission["data"]>(row.data)

@@ -11,6 +11,7 @@ import {
   type CreatedRange,
   type DomainEvent,
   EventOutbox,
+  type IntakeBotId,
   type Message,
   type PageRequest,
   PlanLimitExceeded,
@@ -21,7 +22,8 @@ import {
   type SubmissionQuota,
   SubmissionRepository,
   UsageCounters,
-  WireShapes
+  WireShapes,
+  type WorkspaceId
 } from "@intake/domain/internal"
 import { Effect, Exit, Layer, Option } from "effect"
 import { deliveryRow } from "./deliveries.js"
@@ -106,8 +108,8 @@ export const listSubmissionsQuery = (
  */
 const listItemFromRow = (
   row: SubmissionListRow,
-  workspaceId: string,
-  intakeBotId: string
+  workspaceId: WorkspaceId,
+  intakeBotId: IntakeBotId
 ): SubmissionListItem =>
   Object.assign(submissionFieldsFromRow(row, workspaceId, intakeBotId), {
     dataJson: row.data_json,

@@ -6,7 +6,7 @@
  * Statement style: `@effect/sql`'s sql`...` throughout: none of these is on a request's hot path, so none pays for the driver's prepared statements (driver/README.md).
  */
 import { SqlClient } from "@effect/sql"
-import { type SummaryJob, SummaryJobRepository } from "@intake/domain"
+import { type DeliveryId, type SummaryJob, SummaryJobRepository } from "@intake/domain"
 import { Effect, Layer, Option } from "effect"
 import type { SummaryJobRow } from "./rows.js"
 import { fromJson, jsonText, type Row, stored, toDate, toMillis, toNumber } from "./storage.js"
@@ -16,7 +16,7 @@ const jobFromRow = (row: SummaryJobRow): SummaryJob => ({
   workspaceId: row.workspace_id,
   intakeBotId: row.intake_bot_id,
   attempts: toNumber(row.attempts),
-  heldDeliveryIds: fromJson<ReadonlyArray<string>>(row.held_delivery_ids),
+  heldDeliveryIds: fromJson<ReadonlyArray<DeliveryId>>(row.held_delivery_ids),
   createdAt: toMillis(row.created_at)
 })
 

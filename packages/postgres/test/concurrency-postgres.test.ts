@@ -9,6 +9,7 @@ import {
   Idempotency,
   IdempotencyStore,
   IntakeBots,
+  makeApiKeyId,
   Provisioning,
   type SubmissionDetail,
   Submissions,
@@ -210,7 +211,7 @@ describePostgres("on PostgreSQL", () => {
       Effect.gen(function* () {
         const store = yield* IdempotencyStore
         const uow = yield* UnitOfWork
-        const scope = { apiKeyId: "key_inflight", key: `k-${Date.now()}` }
+        const scope = { apiKeyId: makeApiKeyId("key_inflight"), key: `k-${Date.now()}` }
         const claimed = yield* Deferred.make<void>()
         const release = yield* Deferred.make<void>()
         const holder = yield* Effect.fork(

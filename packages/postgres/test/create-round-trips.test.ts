@@ -9,6 +9,7 @@ import { expect, layer } from "@effect/vitest"
 import {
   Idempotency,
   IntakeBots,
+  makeIntakeBotId,
   Provisioning,
   type SubmissionDetail,
   Submissions,
@@ -139,7 +140,7 @@ const roundTripSuite = <E>(store: string, database: Layer.Layer<SqlDatabase, E>,
           yield* measuredCreate(given, data, `k-${given.botId}-first`)
           const replayed = yield* measuredCreate(given, data, `k-${given.botId}-first`)
           const notFound = { status: 404, body: { code: "resource_not_found" } }
-          const missingBot = { ...given, botId: "bot_missing" }
+          const missingBot = { ...given, botId: makeIntakeBotId("bot_missing") }
           const failed = yield* measuredCreate(missingBot, data, `k-${given.botId}-missing`, notFound)
           expect(failed.failed).toBe(true)
           for (const statements of [replayed, failed]) {

@@ -7,7 +7,13 @@
 import { SqlClient } from "@effect/sql"
 import type { Statement } from "@effect/sql/Statement"
 import { expect, layer } from "@effect/vitest"
-import { noDeliveryFilter, UnitOfWork } from "@intake/domain"
+import {
+  makeSubmissionId,
+  makeWebhookId,
+  makeWorkspaceId,
+  noDeliveryFilter,
+  UnitOfWork
+} from "@intake/domain"
 import { aWebhookEndpoint } from "@intake/testing"
 import { Duration, Effect, Exit, Layer } from "effect"
 import { listDeliveriesQuery, recoverableEventsQuery } from "../src/deliveries.js"
@@ -267,7 +273,7 @@ describePostgres("on PostgreSQL", () => {
             expectKeysetPlan(yield* plan({ status: "failed" }), "deliveries_status")
             expectKeysetPlan(yield* plan({ eventType: "contact.created" }), "deliveries_event_type")
             // A submission's attempts: its few events by domain_events_submission, then each one's attempts.
-            const bySubmission = yield* plan({ submissionId: "sub_500" })
+            const bySubmission = yield* plan({ submissionId: makeSubmissionId("sub_500") })
             expect(bySubmission.map((n) => n["Node Type"])).not.toContain("Seq Scan")
             expect(indexScans(bySubmission)).toContain("domain_events_submission")
           }
@@ -277,7 +283,10 @@ describePostgres("on PostgreSQL", () => {
       it.effect("recovery reads a workspace's events by occurrence, each checked against its attempts", () =>
         Effect.gen(function* () {
           const sql = yield* SqlClient.SqlClient
-          const endpoint = aWebhookEndpoint({ id: "wh_2", workspaceId: "ws_2" })
+          const endpoint = aWebhookEndpoint({
+            id: makeWebhookId("wh_2"),
+            workspaceId: makeWorkspaceId("ws_2")
+          })
           const plan = yield* planOf(
             recoverableEventsQuery(sql, endpoint, { since: T - 86_400_000, until: T }, null, 500)
           )

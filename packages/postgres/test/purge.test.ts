@@ -1,5 +1,5 @@
 import { expect, it } from "@effect/vitest"
-import { IdempotencyStore, UnitOfWork } from "@intake/domain"
+import { IdempotencyStore, makeApiKeyId, UnitOfWork } from "@intake/domain"
 import { MemoryDatabase, MemoryIdempotencyStore, MemoryUnitOfWork } from "@intake/memory/internal"
 import { Duration, Effect, Layer, TestClock } from "effect"
 import { IdempotencyPurgeLive } from "../src/purge.js"
@@ -11,8 +11,8 @@ it.effect("the purge job deletes the records expired by each tick, and keeps the
   Effect.gen(function* () {
     const store = yield* IdempotencyStore
     const uow = yield* UnitOfWork
-    const early = { apiKeyId: "key_a", key: "early" }
-    const late = { apiKeyId: "key_a", key: "late" }
+    const early = { apiKeyId: makeApiKeyId("key_a"), key: "early" }
+    const late = { apiKeyId: makeApiKeyId("key_a"), key: "late" }
     yield* uow.transaction(store.complete(early, "fp", created, 0, HOUR))
     yield* uow.transaction(store.complete(late, "fp", created, 0, 3 * HOUR))
     yield* Effect.scoped(

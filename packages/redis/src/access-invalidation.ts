@@ -12,7 +12,7 @@
  * Messages this instance sent come back to it and are skipped: its handlers already ran.
  */
 import { randomBytes } from "node:crypto"
-import { AccessInvalidation, type AccessInvalidationEvent } from "@intake/domain"
+import { AccessInvalidation, type AccessInvalidationEvent, IntakeBotId, WorkspaceId } from "@intake/domain"
 import { Deferred, Effect, Either, Layer, Runtime, Schema } from "effect"
 import { RedisConnection } from "./connection.js"
 
@@ -20,8 +20,8 @@ type Handler = (event: AccessInvalidationEvent) => Effect.Effect<void>
 
 const InvalidationEvent = Schema.Union(
   Schema.TaggedStruct("ApiKeyChanged", { keyHash: Schema.String }),
-  Schema.TaggedStruct("WorkspaceChanged", { workspaceId: Schema.String }),
-  Schema.TaggedStruct("IntakeBotChanged", { intakeBotId: Schema.String })
+  Schema.TaggedStruct("WorkspaceChanged", { workspaceId: WorkspaceId }),
+  Schema.TaggedStruct("IntakeBotChanged", { intakeBotId: IntakeBotId })
 )
 
 /** What travels on the channel: the event and the instance that published it. */

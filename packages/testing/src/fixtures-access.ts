@@ -8,6 +8,7 @@ import {
   type ApiKey,
   ApiKeyRepository,
   makeAccessLayer,
+  makeWorkspaceId,
   type NewApiKey,
   type NewWorkspace,
   type Plan,
@@ -124,7 +125,7 @@ export const provisionWorkspace = (input: Partial<NewWorkspace> = {}) =>
 /** A key of the workspace; all read scopes unless told otherwise. */
 export const issueApiKey = (workspaceId: string, input: Partial<NewApiKey> = {}) =>
   Effect.flatMap(Provisioning, (provisioning) =>
-    provisioning.createApiKey(workspaceId, {
+    provisioning.createApiKey(makeWorkspaceId(workspaceId), {
       scopes: ["read:intake-bots", "read:submissions"],
       ...input
     })

@@ -7,6 +7,8 @@ import {
   DeliverySettings,
   type DeliverySettingsValues,
   IntakeBotsLive,
+  makeDeliveryId,
+  makeWebhookId,
   ReceiverClient,
   type ReceiverRequest,
   type ReceiverResponse,
@@ -34,8 +36,8 @@ const LiveTableResolver = (table: Record<string, ReadonlyArray<string>>) =>
   Layer.succeed(AddressResolver, { resolve: (host) => Effect.sync(() => table[host.toLowerCase()] ?? []) })
 
 export const aDelivery = (overrides: Partial<Delivery> = {}): Delivery => ({
-  id: uniqueId("dlv"),
-  webhookId: uniqueId("wh"),
+  id: makeDeliveryId(uniqueId("dlv")),
+  webhookId: makeWebhookId(uniqueId("wh")),
   eventId: uniqueId("evt"),
   eventType: "submission.completed",
   attempt: 1,

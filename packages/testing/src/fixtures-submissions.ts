@@ -12,6 +12,7 @@ import type {
   SchemaField,
   Submission
 } from "@intake/domain"
+import { makeIntakeBotId, makeSubmissionId, makeWorkspaceId } from "@intake/domain"
 import { uniqueId } from "./records.js"
 
 /** One field of every type; name and email are required. */
@@ -124,8 +125,8 @@ export const newIntakeBot = (overrides: Partial<NewIntakeBot> = {}): NewIntakeBo
 const randomSlug = (): string => randomUUID().replace(/-/g, "").slice(0, 8)
 
 export const intakeBotRecord = (workspaceId: string, overrides: Partial<IntakeBot> = {}): IntakeBot => ({
-  id: uniqueId("bot"),
-  workspaceId,
+  id: makeIntakeBotId(uniqueId("bot")),
+  workspaceId: makeWorkspaceId(workspaceId),
   name: "Client intake",
   description: "",
   status: "ACTIVE",
@@ -138,7 +139,7 @@ export const intakeBotRecord = (workspaceId: string, overrides: Partial<IntakeBo
 })
 
 export const submissionRecord = (bot: IntakeBot, overrides: Partial<Submission> = {}): Submission => ({
-  id: uniqueId("sub"),
+  id: makeSubmissionId(uniqueId("sub")),
   workspaceId: bot.workspaceId,
   intakeBotId: bot.id,
   data: { name: "Ada Lovelace", email: "ada@example.com" },
@@ -163,7 +164,7 @@ export const messageRecords = (submission: Submission, contents: ReadonlyArray<s
 
 export const contactRecord = (workspaceId: string, overrides: Partial<Contact> = {}): Contact => ({
   id: uniqueId("con"),
-  workspaceId,
+  workspaceId: makeWorkspaceId(workspaceId),
   email: "ada@example.com",
   name: "Ada Lovelace",
   createdAt: 1_700_000_000_000,

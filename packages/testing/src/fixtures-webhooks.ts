@@ -3,6 +3,9 @@ import {
   IdempotencyLive,
   IdempotencyStore,
   type IntakeBot,
+  makeIntakeBotId,
+  makeWebhookId,
+  makeWorkspaceId,
   type Plan,
   type WebhookEndpoint,
   WebhookSettings,
@@ -23,8 +26,8 @@ import { aWorkspace, uniqueId } from "./records.js"
 import { StaticAddressResolver } from "./static-address-resolver.js"
 
 export const aWebhookEndpoint = (overrides: Partial<WebhookEndpoint> = {}): WebhookEndpoint => ({
-  id: uniqueId("wh"),
-  workspaceId: "ws_fixture",
+  id: makeWebhookId(uniqueId("wh")),
+  workspaceId: makeWorkspaceId("ws_fixture"),
   url: "https://receiver.example.com/hooks",
   events: ["submission.completed"],
   status: "active",
@@ -45,8 +48,8 @@ export const aWebhookEndpoint = (overrides: Partial<WebhookEndpoint> = {}): Webh
 })
 
 export const anIntakeBot = (overrides: Partial<IntakeBot> = {}): IntakeBot => ({
-  id: uniqueId("bot"),
-  workspaceId: "ws_fixture",
+  id: makeIntakeBotId(uniqueId("bot")),
+  workspaceId: makeWorkspaceId("ws_fixture"),
   name: "Lead form",
   description: "",
   status: "ACTIVE",
@@ -71,7 +74,7 @@ export const givenWorkspace = (plan: Plan = "pro") =>
 /** Stores an intake bot of the workspace straight into the memory database; answers it. */
 export const givenBot = (workspaceId: string) =>
   Effect.flatMap(MemoryDatabase, (db) => {
-    const bot = anIntakeBot({ workspaceId })
+    const bot = anIntakeBot({ workspaceId: makeWorkspaceId(workspaceId) })
     return Effect.as(
       db.run((t, w) => w.set(t.bots, bot.id, bot)),
       bot

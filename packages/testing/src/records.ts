@@ -4,6 +4,7 @@
  */
 import { randomBytes } from "node:crypto"
 import type { Workspace } from "@intake/domain"
+import { makeWorkspaceId } from "@intake/domain"
 
 const run = randomBytes(8).toString("hex")
 let sequence = 0
@@ -17,7 +18,7 @@ export const uniqueId = (prefix: string): string =>
   `${prefix}_${run}${(sequence++).toString(16).padStart(16, "0")}`
 
 export const aWorkspace = (overrides: Partial<Workspace> = {}): Workspace => ({
-  id: uniqueId("ws"),
+  id: makeWorkspaceId(uniqueId("ws")),
   name: "Acme",
   plan: "pro",
   status: "active",

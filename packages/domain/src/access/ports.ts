@@ -5,6 +5,7 @@
  */
 import { Context, Data, type Effect, type Option, type Scope } from "effect"
 import type { IdempotencyConflict, PlanLimitExceeded } from "../shared/errors.js"
+import type { ApiKeyId, IntakeBotId, WorkspaceId } from "../shared/ids.js"
 import type { ApiKey, EpochMillis, Workspace } from "../shared/models.js"
 import type { Stored } from "../shared/stored.js"
 
@@ -15,7 +16,7 @@ export class WorkspaceRepository extends Context.Tag("@intake/WorkspaceRepositor
   {
     readonly insert: (workspace: Workspace) => Stored<void>
     readonly update: (workspace: Workspace) => Stored<void>
-    readonly findById: (id: string) => Stored<Option.Option<Workspace>>
+    readonly findById: (id: WorkspaceId) => Stored<Option.Option<Workspace>>
   }
 >() {}
 
@@ -28,18 +29,18 @@ export class ApiKeyRepository extends Context.Tag("@intake/ApiKeyRepository")<
      */
     readonly insertWithinCap: (key: ApiKey, max: number, now: EpochMillis) => Stored<void, PlanLimitExceeded>
     readonly findByHash: (keyHash: string) => Stored<Option.Option<ApiKey>>
-    readonly findById: (id: string) => Stored<Option.Option<ApiKey>>
+    readonly findById: (id: ApiKeyId) => Stored<Option.Option<ApiKey>>
     /** Sets revoked_at unless already set; answers the key as stored afterwards. */
-    readonly revoke: (id: string, at: EpochMillis) => Stored<Option.Option<ApiKey>>
+    readonly revoke: (id: ApiKeyId, at: EpochMillis) => Stored<Option.Option<ApiKey>>
     /** Writes last_used_at = at only when it is null or at most `at - minIntervalMs`; true when written. */
-    readonly touchLastUsed: (id: string, at: EpochMillis, minIntervalMs: number) => Stored<boolean>
+    readonly touchLastUsed: (id: ApiKeyId, at: EpochMillis, minIntervalMs: number) => Stored<boolean>
   }
 >() {}
 
 // ---------------------------------------------------------------- idempotency
 
 export interface IdempotencyScope {
-  readonly apiKeyId: string
+  readonly apiKeyId: ApiKeyId
   readonly key: string
 }
 
@@ -181,9 +182,9 @@ export type AccessInvalidationEvent =
   /** The key with this hash changed (revoked). */
   | { readonly _tag: "ApiKeyChanged"; readonly keyHash: string }
   /** The workspace changed (plan, status, overrides): every cached key of it is stale. */
-  | { readonly _tag: "WorkspaceChanged"; readonly workspaceId: string }
+  | { readonly _tag: "WorkspaceChanged"; readonly workspaceId: WorkspaceId }
   /** The bot changed (name, description, status, schema): its cached copy is stale. */
-  | { readonly _tag: "IntakeBotChanged"; readonly intakeBotId: string }
+  | { readonly _tag: "IntakeBotChanged"; readonly intakeBotId: IntakeBotId }
 
 /**
  * Tells every instance's authentication cache to drop stale entries. `publish` delivers to

@@ -5,6 +5,7 @@
  */
 import { Clock, Effect, Layer, Option } from "effect"
 import { invalid, notFound, type ValidationIssue } from "../shared/errors.js"
+import type { WorkspaceId } from "../shared/ids.js"
 import { type ApiKey, Plan, type Workspace, WorkspaceStatus } from "../shared/models.js"
 import { Crypto, Ids, UnitOfWork } from "../shared/ports.js"
 import { generateApiKey } from "./api-key.js"
@@ -59,7 +60,7 @@ export const ProvisioningLive = Layer.effect(
     const ids = yield* Ids
     const invalidation = yield* AccessInvalidation
 
-    const findWorkspace = (id: string) =>
+    const findWorkspace = (id: WorkspaceId) =>
       Effect.flatMap(
         workspaces.findById(id),
         Option.match({

@@ -16,6 +16,7 @@ import type {
   ValidationFailed,
   WorkspaceArchived
 } from "../shared/errors.js"
+import type { ApiKeyId, WorkspaceId } from "../shared/ids.js"
 import type { ApiKey, EpochMillis, Plan, Scope, Workspace, WorkspaceStatus } from "../shared/models.js"
 import type { Fails } from "../shared/stored.js"
 import type { RateLimitDecision, StoredResponse } from "./ports.js"
@@ -103,22 +104,22 @@ export class Provisioning extends Context.Tag("@intake/Provisioning")<
   {
     readonly createWorkspace: (input: NewWorkspace) => Effect.Effect<Workspace, Fails<ValidationFailed>>
     readonly updateWorkspace: (
-      id: string,
+      id: WorkspaceId,
       changes: WorkspaceChanges
     ) => Effect.Effect<Workspace, Fails<ResourceNotFound | ValidationFailed>>
     readonly createApiKey: (
-      workspaceId: string,
+      workspaceId: WorkspaceId,
       input: NewApiKey
     ) => Effect.Effect<IssuedApiKey, Fails<ResourceNotFound | ValidationFailed | PlanLimitExceeded>>
-    readonly getApiKey: (id: string) => Effect.Effect<ApiKey, Fails<ResourceNotFound>>
-    readonly revokeApiKey: (id: string) => Effect.Effect<ApiKey, Fails<ResourceNotFound>>
+    readonly getApiKey: (id: ApiKeyId) => Effect.Effect<ApiKey, Fails<ResourceNotFound>>
+    readonly revokeApiKey: (id: ApiKeyId) => Effect.Effect<ApiKey, Fails<ResourceNotFound>>
   }
 >() {}
 
 // ---------------------------------------------------------------- idempotency
 
 export interface IdempotentRequest {
-  readonly apiKeyId: string
+  readonly apiKeyId: ApiKeyId
   /** The Idempotency-Key header, already checked (1 to 255 printable ASCII characters). */
   readonly key: string
   /** From `Idempotency.fingerprint(method, path, body)`. */

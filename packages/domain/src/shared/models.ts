@@ -3,12 +3,10 @@
  * them as ISO 8601 with exactly three fraction digits.
  */
 import { Schema } from "effect"
+import { ApiKeyId, DeliveryId, IntakeBotId, SubmissionId, WebhookId, WorkspaceId } from "./ids.js"
 
 export const EpochMillis = Schema.Number.annotations({ identifier: "EpochMillis" })
 export type EpochMillis = number
-
-export const IdPrefix = Schema.Literal("ws", "key", "bot", "sub", "msg", "wh", "evt", "dlv", "con")
-export type IdPrefix = typeof IdPrefix.Type
 
 // ---------------------------------------------------------------- workspaces and plans
 
@@ -19,7 +17,7 @@ export const WorkspaceStatus = Schema.Literal("active", "archived")
 export type WorkspaceStatus = typeof WorkspaceStatus.Type
 
 export const Workspace = Schema.Struct({
-  id: Schema.String,
+  id: WorkspaceId,
   name: Schema.String,
   plan: Plan,
   status: WorkspaceStatus,
@@ -46,8 +44,8 @@ export type Scope = typeof Scope.Type
 export const allScopes: ReadonlyArray<Scope> = Scope.literals
 
 export const ApiKey = Schema.Struct({
-  id: Schema.String,
-  workspaceId: Schema.String,
+  id: ApiKeyId,
+  workspaceId: WorkspaceId,
   name: Schema.NullOr(Schema.String),
   /** Hex SHA-256 of the full key; the key itself is never stored. */
   keyHash: Schema.String,
@@ -88,8 +86,8 @@ export const BotStatus = Schema.Literal("ACTIVE", "PAUSED", "ARCHIVED")
 export type BotStatus = typeof BotStatus.Type
 
 export const IntakeBot = Schema.Struct({
-  id: Schema.String,
-  workspaceId: Schema.String,
+  id: IntakeBotId,
+  workspaceId: WorkspaceId,
   name: Schema.String,
   description: Schema.String,
   status: BotStatus,
@@ -124,7 +122,7 @@ export type MessageRole = typeof MessageRole.Type
 
 export const Message = Schema.Struct({
   id: Schema.String,
-  submissionId: Schema.String,
+  submissionId: SubmissionId,
   role: MessageRole,
   content: Schema.String,
   createdAt: EpochMillis
@@ -132,9 +130,9 @@ export const Message = Schema.Struct({
 export type Message = typeof Message.Type
 
 export const Submission = Schema.Struct({
-  id: Schema.String,
-  workspaceId: Schema.String,
-  intakeBotId: Schema.String,
+  id: SubmissionId,
+  workspaceId: WorkspaceId,
+  intakeBotId: IntakeBotId,
   data: Schema.Record({ key: Schema.String, value: FieldValue }),
   status: SubmissionStatus,
   aiSummary: Schema.String,
@@ -162,7 +160,7 @@ export type SubmissionDetail = Submission & { readonly messages: ReadonlyArray<M
 
 export const Contact = Schema.Struct({
   id: Schema.String,
-  workspaceId: Schema.String,
+  workspaceId: WorkspaceId,
   /** As first given; matched case-insensitively. */
   email: Schema.String,
   name: Schema.NullOr(Schema.String),
@@ -188,12 +186,12 @@ export type WebhookDisabledReason = typeof WebhookDisabledReason.Type
  */
 export const DomainEvent = Schema.Struct({
   id: Schema.String,
-  workspaceId: Schema.String,
+  workspaceId: WorkspaceId,
   type: EventType,
-  intakeBotId: Schema.String,
-  submissionId: Schema.String,
+  intakeBotId: IntakeBotId,
+  submissionId: SubmissionId,
   contactId: Schema.NullOr(Schema.String),
-  webhookId: Schema.optional(Schema.String),
+  webhookId: Schema.optional(WebhookId),
   disabledReason: Schema.optional(WebhookDisabledReason),
   /** The X-Request-Id of the request that raised it, when one did (docs/operations.md, Request ids). */
   requestId: Schema.optional(Schema.String),
@@ -210,13 +208,13 @@ export const WebhookStatus = Schema.Literal("active", "paused", "disabled")
 export type WebhookStatus = typeof WebhookStatus.Type
 
 export const WebhookEndpoint = Schema.Struct({
-  id: Schema.String,
-  workspaceId: Schema.String,
+  id: WebhookId,
+  workspaceId: WorkspaceId,
   url: Schema.String,
   events: Schema.Array(EventType),
   status: WebhookStatus,
   description: Schema.String,
-  intakeBotIds: Schema.Array(Schema.String),
+  intakeBotIds: Schema.Array(IntakeBotId),
   /** whsec_…; returned to the client only by the create and rotate calls. */
   secret: Schema.String,
   /**
@@ -253,8 +251,8 @@ export const DeliveryStatus = Schema.Literal("pending", "succeeded", "failed", "
 export type DeliveryStatus = typeof DeliveryStatus.Type
 
 export const Delivery = Schema.Struct({
-  id: Schema.String,
-  webhookId: Schema.String,
+  id: DeliveryId,
+  webhookId: WebhookId,
   eventId: Schema.String,
   eventType: Schema.String,
   attempt: Schema.Number,
@@ -286,7 +284,7 @@ export interface DeliveryFilter {
   readonly status: DeliveryStatus | null
   readonly eventType: string | null
   /** The attempts of the events raised by this submission (submission.completed, contact.created). */
-  readonly submissionId: string | null
+  readonly submissionId: SubmissionId | null
   readonly createdAfter: EpochMillis | null
   readonly createdBefore: EpochMillis | null
 }
@@ -319,13 +317,13 @@ export interface OccurrenceWindow {
  * the unit of work that stores the submission, done by whichever server or worker claims it.
  */
 export interface SummaryJob {
-  readonly submissionId: string
-  readonly workspaceId: string
-  readonly intakeBotId: string
+  readonly submissionId: SubmissionId
+  readonly workspaceId: WorkspaceId
+  readonly intakeBotId: IntakeBotId
   /** Model calls already made for it. */
   readonly attempts: number
   /** The submission.completed attempts held back until this summary is stored (or the wait ends). */
-  readonly heldDeliveryIds: ReadonlyArray<string>
+  readonly heldDeliveryIds: ReadonlyArray<DeliveryId>
   readonly createdAt: EpochMillis
 }
 

@@ -12,7 +12,7 @@
  */
 import { Context, type Effect } from "effect"
 import type { StorageUnavailable } from "./errors.js"
-import type { IdPrefix } from "./models.js"
+import type { IdOfPrefix, IdPrefix } from "./ids.js"
 
 // ---------------------------------------------------------------- platform
 
@@ -32,13 +32,13 @@ export class Crypto extends Context.Tag("@intake/Crypto")<
 export class Ids extends Context.Tag("@intake/Ids")<
   Ids,
   {
-    readonly next: (prefix: IdPrefix) => Effect.Effect<string>
+    readonly next: <P extends IdPrefix>(prefix: P) => Effect.Effect<IdOfPrefix[P]>
     /**
      * An id for a time the caller has read from the Clock already: the ids of one
      * operation (a create's submission, events and attempts) from one read, without a step
      * of the fiber per id.
      */
-    readonly at: (prefix: IdPrefix, millis: number) => string
+    readonly at: <P extends IdPrefix>(prefix: P, millis: number) => IdOfPrefix[P]
   }
 >() {}
 

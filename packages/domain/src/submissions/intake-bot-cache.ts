@@ -9,6 +9,7 @@
 import { Clock, Context, Effect, Layer, Option } from "effect"
 import { AccessInvalidation } from "../access/ports.js"
 import type { StorageUnavailable } from "../shared/errors.js"
+import type { IntakeBotId, WorkspaceId } from "../shared/ids.js"
 import type { EpochMillis, IntakeBot } from "../shared/models.js"
 import { IntakeBotRepository } from "./ports.js"
 
@@ -21,11 +22,11 @@ export class IntakeBotCache extends Context.Tag("@intake/IntakeBotCache")<
   {
     /** The workspace's bot (none for another workspace's), from the cache while it is fresh. */
     readonly findInWorkspace: (
-      workspaceId: string,
-      id: string
+      workspaceId: WorkspaceId,
+      id: IntakeBotId
     ) => Effect.Effect<Option.Option<IntakeBot>, StorageUnavailable>
     /** After a change to the bot is stored: drops it here and on every other instance. */
-    readonly changed: (id: string) => Effect.Effect<void>
+    readonly changed: (id: IntakeBotId) => Effect.Effect<void>
   }
 >() {}
 
@@ -43,7 +44,7 @@ export const IntakeBotCacheLive = Layer.scoped(
     const cache = new Map<string, Entry>()
     // Bumped by every invalidation: a read that started before one must not cache what it read.
     let generation = 0
-    const drop = (id: string) => {
+    const drop = (id: IntakeBotId) => {
       generation++
       cache.delete(id)
     }
@@ -55,7 +56,7 @@ export const IntakeBotCacheLive = Layer.scoped(
       )
     }
 
-    const remember = (id: string, entry: Entry) => {
+    const remember = (id: IntakeBotId, entry: Entry) => {
       cache.delete(id)
       cache.set(id, entry)
       if (cache.size > BOT_CACHE_MAX_ENTRIES) {
@@ -64,7 +65,7 @@ export const IntakeBotCacheLive = Layer.scoped(
       }
     }
 
-    const inWorkspace = (workspaceId: string, bot: IntakeBot) =>
+    const inWorkspace = (workspaceId: WorkspaceId, bot: IntakeBot) =>
       bot.workspaceId === workspaceId ? Option.some(bot) : Option.none()
 
     return IntakeBotCache.of({

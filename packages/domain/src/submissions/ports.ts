@@ -5,6 +5,7 @@
  */
 import { Context, type Option } from "effect"
 import type { PlanLimitExceeded } from "../shared/errors.js"
+import type { IntakeBotId, SubmissionId, WorkspaceId } from "../shared/ids.js"
 import type {
   Contact,
   CreatedRange,
@@ -30,18 +31,24 @@ export class IntakeBotRepository extends Context.Tag("@intake/IntakeBotRepositor
     readonly insert: (bot: IntakeBot) => Stored<void>
     readonly update: (bot: IntakeBot) => Stored<void>
     /** Any workspace's bot: for the operator interface only. */
-    readonly findById: (id: string) => Stored<Option.Option<IntakeBot>>
-    readonly findInWorkspace: (workspaceId: string, id: string) => Stored<Option.Option<IntakeBot>>
+    readonly findById: (id: IntakeBotId) => Stored<Option.Option<IntakeBot>>
+    readonly findInWorkspace: (workspaceId: WorkspaceId, id: IntakeBotId) => Stored<Option.Option<IntakeBot>>
     /**
      * What taking a submission for the bot needs, in one read: the bot, its workspace and
      * the workspace's webhook endpoints (oldest first), ACTIVE ones apart from paused and
      * disabled ones. In `workspaceId` only, unless
      * null (the operator interface); none when the bot or its workspace does not exist.
      */
-    readonly findIntakeTarget: (id: string, workspaceId: string | null) => Stored<Option.Option<IntakeTarget>>
-    readonly list: (workspaceId: string, page: PageRequest) => Stored<Page<IntakeBotListItem>>
+    readonly findIntakeTarget: (
+      id: IntakeBotId,
+      workspaceId: WorkspaceId | null
+    ) => Stored<Option.Option<IntakeTarget>>
+    readonly list: (workspaceId: WorkspaceId, page: PageRequest) => Stored<Page<IntakeBotListItem>>
     /** Which of `ids` are bots of the workspace. */
-    readonly existingIds: (workspaceId: string, ids: ReadonlyArray<string>) => Stored<ReadonlyArray<string>>
+    readonly existingIds: (
+      workspaceId: WorkspaceId,
+      ids: ReadonlyArray<IntakeBotId>
+    ) => Stored<ReadonlyArray<IntakeBotId>>
     readonly slugExists: (slug: string) => Stored<boolean>
   }
 >() {}
@@ -77,22 +84,22 @@ export class SubmissionRepository extends Context.Tag("@intake/SubmissionReposit
       quota: SubmissionQuota
     ) => Stored<void, PlanLimitExceeded>
     /** Any workspace's submission: for the operator interface only. */
-    readonly findById: (id: string) => Stored<Option.Option<Submission>>
+    readonly findById: (id: SubmissionId) => Stored<Option.Option<Submission>>
     readonly findInBot: (
-      workspaceId: string,
-      intakeBotId: string,
-      id: string
+      workspaceId: WorkspaceId,
+      intakeBotId: IntakeBotId,
+      id: SubmissionId
     ) => Stored<Option.Option<SubmissionDetail>>
     readonly list: (
-      workspaceId: string,
-      intakeBotId: string,
+      workspaceId: WorkspaceId,
+      intakeBotId: IntakeBotId,
       page: PageRequest,
       range: CreatedRange
     ) => Stored<Page<SubmissionListItem>>
     /** Deletes the submission and its messages; true when it existed. */
-    readonly delete: (id: string) => Stored<boolean>
+    readonly delete: (id: SubmissionId) => Stored<boolean>
     /** Replaces its ai_summary and sets updated_at to `at`; false when the submission is gone. */
-    readonly replaceSummary: (id: string, summary: string, at: EpochMillis) => Stored<boolean>
+    readonly replaceSummary: (id: SubmissionId, summary: string, at: EpochMillis) => Stored<boolean>
   }
 >() {}
 
@@ -106,11 +113,11 @@ export class UsageCounters extends Context.Tag("@intake/UsageCounters")<
      * concurrent calls; fails with plan_limit_exceeded (resource "submissions") instead.
      */
     readonly reserveSubmission: (
-      workspaceId: string,
+      workspaceId: WorkspaceId,
       period: string,
       max: number
     ) => Stored<number, PlanLimitExceeded>
-    readonly submissionsUsed: (workspaceId: string, period: string) => Stored<number>
+    readonly submissionsUsed: (workspaceId: WorkspaceId, period: string) => Stored<number>
   }
 >() {}
 
@@ -132,7 +139,7 @@ export class ContactRepository extends Context.Tag("@intake/ContactRepository")<
       events: ReadonlyArray<DomainEvent>,
       queued?: QueuedDeliveries
     ) => Stored<void>
-    readonly findById: (workspaceId: string, id: string) => Stored<Option.Option<Contact>>
+    readonly findById: (workspaceId: WorkspaceId, id: string) => Stored<Option.Option<Contact>>
   }
 >() {}
 

@@ -5,6 +5,7 @@
  */
 import { Context, type Effect } from "effect"
 import type { Conflict, PlanLimitExceeded, ResourceNotFound, ValidationFailed } from "../shared/errors.js"
+import type { IntakeBotId, SubmissionId, WorkspaceId } from "../shared/ids.js"
 import type { Listed, ListQuery } from "../shared/lists.js"
 import type {
   BotStatus,
@@ -39,18 +40,21 @@ export class IntakeBots extends Context.Tag("@intake/IntakeBots")<
   IntakeBots,
   {
     readonly list: (
-      workspaceId: string,
+      workspaceId: WorkspaceId,
       query: ListQuery
     ) => Effect.Effect<Listed<IntakeBotListItem>, Fails<ValidationFailed>>
-    readonly get: (workspaceId: string, id: string) => Effect.Effect<IntakeBot, Fails<ResourceNotFound>>
+    readonly get: (
+      workspaceId: WorkspaceId,
+      id: IntakeBotId
+    ) => Effect.Effect<IntakeBot, Fails<ResourceNotFound>>
     /** Operator interface. */
     readonly create: (
-      workspaceId: string,
+      workspaceId: WorkspaceId,
       input: NewIntakeBot
     ) => Effect.Effect<IntakeBot, Fails<ResourceNotFound | ValidationFailed>>
     /** Operator interface. */
     readonly update: (
-      id: string,
+      id: IntakeBotId,
       changes: IntakeBotChanges
     ) => Effect.Effect<IntakeBot, Fails<ResourceNotFound | ValidationFailed>>
   }
@@ -86,25 +90,25 @@ export class Submissions extends Context.Tag("@intake/Submissions")<
   Submissions,
   {
     readonly list: (
-      workspaceId: string,
-      intakeBotId: string,
+      workspaceId: WorkspaceId,
+      intakeBotId: IntakeBotId,
       query: SubmissionQuery
     ) => Effect.Effect<
       { readonly submissions: Listed<SubmissionListItem>; readonly schema: ReadonlyArray<SchemaField> },
       Fails<ResourceNotFound | ValidationFailed>
     >
     readonly get: (
-      workspaceId: string,
-      intakeBotId: string,
-      id: string
+      workspaceId: WorkspaceId,
+      intakeBotId: IntakeBotId,
+      id: SubmissionId
     ) => Effect.Effect<SubmissionDetail, Fails<ResourceNotFound>>
     /**
      * Validates, reserves the monthly quota, stores the submission with its messages,
      * finds or creates the contact and appends the events, all in one unit of work.
      */
     readonly create: (
-      workspaceId: string,
-      intakeBotId: string,
+      workspaceId: WorkspaceId,
+      intakeBotId: IntakeBotId,
       input: NewSubmission
     ) => Effect.Effect<
       CreatedSubmission,
@@ -112,13 +116,13 @@ export class Submissions extends Context.Tag("@intake/Submissions")<
     >
     /** Operator interface: any workspace's bot. */
     readonly createForBot: (
-      intakeBotId: string,
+      intakeBotId: IntakeBotId,
       input: NewSubmission
     ) => Effect.Effect<
       SubmissionDetail,
       Fails<ResourceNotFound | ValidationFailed | Conflict | PlanLimitExceeded>
     >
     /** Operator interface. */
-    readonly remove: (id: string) => Effect.Effect<void, Fails<ResourceNotFound>>
+    readonly remove: (id: SubmissionId) => Effect.Effect<void, Fails<ResourceNotFound>>
   }
 >() {}

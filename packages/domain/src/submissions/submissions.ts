@@ -20,6 +20,7 @@ import {
   withIssues
 } from "../shared/errors.js"
 import { isEmptyValue, ownValue, type SubmissionData, validateData } from "../shared/field-values.js"
+import type { IntakeBotId, SubmissionId, WorkspaceId } from "../shared/ids.js"
 import { lastInUnitOfWork } from "../shared/last-steps.js"
 import { listed, pageRequest } from "../shared/lists.js"
 import {
@@ -201,7 +202,7 @@ const contactCandidate = (
 const completionEvents = (
   { bot, workspace }: IntakeTarget,
   input: NewSubmission,
-  submissionId: string,
+  submissionId: SubmissionId,
   contact: Contact | null,
   now: number,
   ids: Ids["Type"]
@@ -269,7 +270,7 @@ const recordEvents = (
 const queueSummaryJob = (
   ports: CreatePorts,
   { bot, workspace }: IntakeTarget,
-  submissionId: string,
+  submissionId: SubmissionId,
   held: ReadonlyArray<Delivery>,
   now: number
 ) =>
@@ -376,7 +377,7 @@ export const SubmissionsLive = Layer.effect(
       modelSummaries: summarizer.kind === "model"
     }
 
-    const botInWorkspace = (workspaceId: string, id: string) =>
+    const botInWorkspace = (workspaceId: WorkspaceId, id: IntakeBotId) =>
       Effect.flatMap(
         bots.findInWorkspace(workspaceId, id),
         Option.match({
@@ -386,7 +387,7 @@ export const SubmissionsLive = Layer.effect(
       )
 
     // Lists read the bot (its schema) through the cache; creating a submission does not.
-    const cachedBotInWorkspace = (workspaceId: string, id: string) =>
+    const cachedBotInWorkspace = (workspaceId: WorkspaceId, id: IntakeBotId) =>
       Effect.flatMap(
         cache.findInWorkspace(workspaceId, id),
         Option.match({
@@ -395,7 +396,7 @@ export const SubmissionsLive = Layer.effect(
         })
       )
 
-    const intakeTarget = (intakeBotId: string, workspaceId: string | null) =>
+    const intakeTarget = (intakeBotId: IntakeBotId, workspaceId: WorkspaceId | null) =>
       Effect.flatMap(
         bots.findIntakeTarget(intakeBotId, workspaceId),
         Option.match({

@@ -3,6 +3,7 @@
  * its wake-ups. The rules of every port (failures, units of work) are in shared/ports.ts.
  */
 import { Context, Data, type Effect, type Option } from "effect"
+import type { SubmissionId } from "../shared/ids.js"
 import type { EpochMillis, IntakeBot, MessageRole, SummaryJob } from "../shared/models.js"
 import type { Stored } from "../shared/stored.js"
 
@@ -61,14 +62,14 @@ export class SummaryJobRepository extends Context.Tag("@intake/SummaryJobReposit
       claimToken: string
     ) => Stored<ReadonlyArray<SummaryJob>>
     /** Removes a claimed job (done, or given up); false when the claim is no longer `claimToken`'s. */
-    readonly finish: (submissionId: string, claimToken: string) => Stored<boolean>
+    readonly finish: (submissionId: SubmissionId, claimToken: string) => Stored<boolean>
     /**
      * Makes a claimed job due again at `dueAt` with one more attempt counted and no
      * deliveries held any more; false when the claim is no longer `claimToken`'s.
      */
-    readonly retryAt: (submissionId: string, claimToken: string, dueAt: EpochMillis) => Stored<boolean>
+    readonly retryAt: (submissionId: SubmissionId, claimToken: string, dueAt: EpochMillis) => Stored<boolean>
     /** Gives claimed jobs back, due at once (a process stopping). */
-    readonly release: (submissionIds: ReadonlyArray<string>, claimToken: string) => Stored<void>
+    readonly release: (submissionIds: ReadonlyArray<SubmissionId>, claimToken: string) => Stored<void>
     /** When the earliest job is due (leased ones at their lease's end), if any. */
     readonly nextDueAt: () => Stored<Option.Option<EpochMillis>>
   }

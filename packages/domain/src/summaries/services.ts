@@ -4,6 +4,7 @@
  * shapes.
  */
 import { Context, type Effect, type Option } from "effect"
+import type { SubmissionId } from "../shared/ids.js"
 import type { EpochMillis, SummaryJob } from "../shared/models.js"
 import type { Fails } from "../shared/stored.js"
 import type { SummaryUnavailable } from "./ports.js"
@@ -26,7 +27,10 @@ export class SummaryJobs extends Context.Tag("@intake/SummaryJobs")<
   SummaryJobs,
   {
     readonly claimDue: (limit: number, claimToken: string) => Effect.Effect<ReadonlyArray<SummaryJob>, Fails>
-    readonly release: (submissionIds: ReadonlyArray<string>, claimToken: string) => Effect.Effect<void, Fails>
+    readonly release: (
+      submissionIds: ReadonlyArray<SubmissionId>,
+      claimToken: string
+    ) => Effect.Effect<void, Fails>
     readonly nextDueAt: Effect.Effect<Option.Option<EpochMillis>, Fails>
     /** Asks the model for one claimed job and stores what comes of it. */
     readonly run: (job: SummaryJob, claimToken: string) => Effect.Effect<SummaryOutcome, Fails>

@@ -9,6 +9,7 @@ import { Clock, Data, Duration, Effect, Either, Layer, Option, Schedule } from "
 import { deliveriesWithheld } from "../access/plans.js"
 import { WorkspaceRepository } from "../access/ports.js"
 import { Conflict, invalid, notFound, type StorageUnavailable } from "../shared/errors.js"
+import type { WebhookId, WorkspaceId } from "../shared/ids.js"
 import { invertedRangeIssues } from "../shared/list-query.js"
 import { listed, pageRequest } from "../shared/lists.js"
 import type { Delivery, WebhookDisabledReason, WebhookEndpoint } from "../shared/models.js"
@@ -63,7 +64,7 @@ export const DeliveriesLive = Layer.effect(
     const { payloadOf, payloadFromSources } = yield* makePayloads
     const send = yield* makeSender
 
-    const findOwn = (workspaceId: string, webhookId: string) =>
+    const findOwn = (workspaceId: WorkspaceId, webhookId: WebhookId) =>
       Effect.flatMap(
         webhooks.findInWorkspace(workspaceId, webhookId),
         Option.match({ onNone: () => Effect.fail(notFound("webhook")), onSome: Effect.succeed })
@@ -74,7 +75,7 @@ export const DeliveriesLive = Layer.effect(
      * this outcome disabled the endpoint, a webhook.disabled event is queued in the same
      * unit of work for the workspace's other active endpoints that subscribe to it.
      */
-    const recordOutcome = (webhookId: string, outcome: AttemptOutcome) =>
+    const recordOutcome = (webhookId: WebhookId, outcome: AttemptOutcome) =>
       Effect.gen(function* () {
         const recorded = yield* repository.recordOutcome(
           webhookId,
@@ -230,7 +231,7 @@ export const DeliveriesLive = Layer.effect(
               e
             ])
           )
-          const changed = new Set<string>()
+          const changed = new Set<WebhookId>()
           const disabled: Array<{ endpoint: WebhookEndpoint; reason: WebhookDisabledReason; at: number }> = []
           const written = made.flatMap((m): Array<FinishedAttempt> => {
             if (m._tag === "Expired") return []

@@ -2,6 +2,8 @@
  * What a webhook delivery carries (docs/rules.md, Webhooks and deliveries): `{ id, type, timestamp, data }`,
  * rebuilt from the event's sources at each attempt; and which endpoints an event goes to.
  */
+
+import { makeIntakeBotId, makeSubmissionId } from "../shared/ids.js"
 import type {
   Contact,
   DomainEvent,
@@ -145,8 +147,8 @@ export const webhookDisabledEvent = (
   id,
   workspaceId: endpoint.workspaceId,
   type: "webhook.disabled",
-  intakeBotId: "",
-  submissionId: "",
+  intakeBotId: makeIntakeBotId(""),
+  submissionId: makeSubmissionId(""),
   contactId: null,
   webhookId: endpoint.id,
   disabledReason: reason,

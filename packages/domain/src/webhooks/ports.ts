@@ -5,6 +5,7 @@
  */
 import { Context, Data, type Effect, type Option } from "effect"
 import type { PlanLimitExceeded, StorageUnavailable } from "../shared/errors.js"
+import type { DeliveryId, WebhookId, WorkspaceId } from "../shared/ids.js"
 import type {
   Contact,
   Delivery,
@@ -40,15 +41,18 @@ export class WebhookRepository extends Context.Tag("@intake/WebhookRepository")<
      * afterwards; none when it is not the workspace's.
      */
     readonly rotateSecret: (
-      workspaceId: string,
-      id: string,
+      workspaceId: WorkspaceId,
+      id: WebhookId,
       secret: string,
       previousExpiresAt: EpochMillis | null,
       now: EpochMillis
     ) => Stored<Option.Option<WebhookEndpoint>>
-    readonly findInWorkspace: (workspaceId: string, id: string) => Stored<Option.Option<WebhookEndpoint>>
-    readonly list: (workspaceId: string, page: PageRequest) => Stored<Page<WebhookEndpoint>>
-    readonly delete: (workspaceId: string, id: string) => Stored<boolean>
+    readonly findInWorkspace: (
+      workspaceId: WorkspaceId,
+      id: WebhookId
+    ) => Stored<Option.Option<WebhookEndpoint>>
+    readonly list: (workspaceId: WorkspaceId, page: PageRequest) => Stored<Page<WebhookEndpoint>>
+    readonly delete: (workspaceId: WorkspaceId, id: WebhookId) => Stored<boolean>
   }
 >() {}
 
@@ -141,13 +145,13 @@ export class DeliveryRepository extends Context.Tag("@intake/DeliveryRepository"
   DeliveryRepository,
   {
     /** The ACTIVE endpoints of a workspace: who may receive its new events. */
-    readonly activeEndpoints: (workspaceId: string) => Stored<ReadonlyArray<WebhookEndpoint>>
+    readonly activeEndpoints: (workspaceId: WorkspaceId) => Stored<ReadonlyArray<WebhookEndpoint>>
     /** Any workspace's endpoint: the dispatcher's view. */
-    readonly endpoint: (webhookId: string) => Stored<Option.Option<WebhookEndpoint>>
+    readonly endpoint: (webhookId: WebhookId) => Stored<Option.Option<WebhookEndpoint>>
     /** Stores pending attempts, due at `dueAt`; inside the caller's unit of work. */
     readonly enqueue: (deliveries: ReadonlyArray<Delivery>, dueAt: EpochMillis) => Stored<void>
     /** Makes the pending attempts among `ids` due at `dueAt` unless they are due sooner (a held attempt let go). */
-    readonly advance: (ids: ReadonlyArray<string>, dueAt: EpochMillis) => Stored<void>
+    readonly advance: (ids: ReadonlyArray<DeliveryId>, dueAt: EpochMillis) => Stored<void>
     /**
      * Leases up to `limit` pending attempts that are due at `now` and not leased (or whose
      * lease ended), until `now + leaseMs`, under `claimToken`, as `isolation` allows
@@ -202,12 +206,12 @@ export class DeliveryRepository extends Context.Tag("@intake/DeliveryRepository"
      * last send and answers null (send now); otherwise answers when the next may start.
      */
     readonly reserveSend: (
-      webhookId: string,
+      webhookId: WebhookId,
       at: EpochMillis,
       spacingMs: number
     ) => Stored<EpochMillis | null>
     /** Gives claimed attempts back, due at once (a dispatcher stopping). */
-    readonly release: (ids: ReadonlyArray<string>, claimToken: string) => Stored<void>
+    readonly release: (ids: ReadonlyArray<DeliveryId>, claimToken: string) => Stored<void>
     /** What sending each of `deliveries` needs, by delivery id, read at once (one statement on PostgreSQL). */
     readonly dispatchSources: (
       deliveries: ReadonlyArray<Delivery>
@@ -217,7 +221,7 @@ export class DeliveryRepository extends Context.Tag("@intake/DeliveryRepository"
      * in the order of their ids (so concurrent batches lock alike and never deadlock):
      * the outcomes of a batch of attempts are applied to them, then `completeMany` writes them.
      */
-    readonly lockEndpoints: (ids: ReadonlyArray<string>) => Stored<ReadonlyArray<WebhookEndpoint>>
+    readonly lockEndpoints: (ids: ReadonlyArray<WebhookId>) => Stored<ReadonlyArray<WebhookEndpoint>>
     /** Stores a finished attempt that never queued (test and redeliver). */
     readonly insertFinished: (delivery: Delivery) => Stored<void>
     /**
@@ -228,19 +232,23 @@ export class DeliveryRepository extends Context.Tag("@intake/DeliveryRepository"
     readonly nextDueAt: (now: EpochMillis, isolation?: IsolationPolicy) => Stored<Option.Option<EpochMillis>>
     /** The queue's size, its earliest due time and the endpoints whose circuit is open at `now`. */
     readonly queueHealth: (now: EpochMillis) => Stored<QueueHealth>
-    readonly findInWebhook: (webhookId: string, id: string) => Stored<Option.Option<Delivery>>
+    readonly findInWebhook: (webhookId: WebhookId, id: DeliveryId) => Stored<Option.Option<Delivery>>
     /** Every attempt of one event to one endpoint, oldest first. */
-    readonly attemptsOf: (webhookId: string, eventId: string) => Stored<ReadonlyArray<Delivery>>
+    readonly attemptsOf: (webhookId: WebhookId, eventId: string) => Stored<ReadonlyArray<Delivery>>
     /**
      * Newest first (created_at desc, id desc), within `filter` when given. Pending attempts
      * read here and by `findInWebhook` show when they are due as `nextRetryAt`.
      */
-    readonly list: (webhookId: string, page: PageRequest, filter?: DeliveryFilter) => Stored<Page<Delivery>>
+    readonly list: (
+      webhookId: WebhookId,
+      page: PageRequest,
+      filter?: DeliveryFilter
+    ) => Stored<Page<Delivery>>
     /**
      * The endpoint, its row locked until the unit of work ends (recoveries of one endpoint
      * run one at a time); none when it does not exist.
      */
-    readonly lockEndpoint: (webhookId: string) => Stored<Option.Option<WebhookEndpoint>>
+    readonly lockEndpoint: (webhookId: WebhookId) => Stored<Option.Option<WebhookEndpoint>>
     /**
      * The workspace's events of `window` (by occurrence) that `endpoint` takes (its events
      * and bots) and that it has neither received (a `succeeded` attempt) nor has pending,
@@ -258,7 +266,7 @@ export class DeliveryRepository extends Context.Tag("@intake/DeliveryRepository"
      * the endpoint as stored afterwards with its status before, none when it was deleted.
      */
     readonly recordOutcome: (
-      webhookId: string,
+      webhookId: WebhookId,
       outcome: AttemptOutcome,
       disableAfterMs: number,
       isolation?: IsolationPolicy

@@ -4,6 +4,7 @@
  */
 import { Effect, Option } from "effect"
 import { Conflict, notFound } from "../shared/errors.js"
+import type { WebhookId } from "../shared/ids.js"
 import type { DomainEvent, ListPosition, RecoverableEvent } from "../shared/models.js"
 import type { Ids } from "../shared/ports.js"
 import { pendingAttempt, RECOVER_BATCH } from "./attempts.js"
@@ -13,7 +14,7 @@ import type { DeliveryRepository } from "./ports.js"
 export const queueRecoveredAttempts = (
   repository: DeliveryRepository["Type"],
   ids: Ids["Type"],
-  endpointId: string,
+  endpointId: WebhookId,
   since: number,
   until: number,
   now: number

@@ -5,6 +5,7 @@
  */
 import { Context, type Effect, type Option } from "effect"
 import type { Conflict, PlanLimitExceeded, ResourceNotFound, ValidationFailed } from "../shared/errors.js"
+import type { DeliveryId, IntakeBotId, SubmissionId, WebhookId, WorkspaceId } from "../shared/ids.js"
 import type { Listed, ListQuery } from "../shared/lists.js"
 import type { Delivery, DeliveryStatus, DomainEvent, EpochMillis, WebhookEndpoint } from "../shared/models.js"
 import type { Fails } from "../shared/stored.js"
@@ -17,7 +18,7 @@ export interface NewWebhook {
   readonly url: string
   readonly events: ReadonlyArray<string>
   readonly description?: string
-  readonly intakeBotIds?: ReadonlyArray<string>
+  readonly intakeBotIds?: ReadonlyArray<IntakeBotId>
   /** Deliveries per second, 1..1000; null or omitted is unlimited. */
   readonly rateLimit?: number | null
 }
@@ -26,7 +27,7 @@ export interface WebhookChanges {
   readonly events?: ReadonlyArray<string>
   readonly description?: string
   readonly status?: "active" | "paused"
-  readonly intakeBotIds?: ReadonlyArray<string>
+  readonly intakeBotIds?: ReadonlyArray<IntakeBotId>
   /** Deliveries per second, 1..1000; null is unlimited. */
   readonly rateLimit?: number | null
 }
@@ -40,28 +41,31 @@ export class Webhooks extends Context.Tag("@intake/Webhooks")<
   Webhooks,
   {
     readonly list: (
-      workspaceId: string,
+      workspaceId: WorkspaceId,
       query: ListQuery
     ) => Effect.Effect<Listed<WebhookEndpoint>, Fails<ValidationFailed>>
-    readonly get: (workspaceId: string, id: string) => Effect.Effect<WebhookEndpoint, Fails<ResourceNotFound>>
+    readonly get: (
+      workspaceId: WorkspaceId,
+      id: WebhookId
+    ) => Effect.Effect<WebhookEndpoint, Fails<ResourceNotFound>>
     /** Answers the endpoint with its secret: the only time the secret leaves the service. */
     readonly create: (
-      workspaceId: string,
+      workspaceId: WorkspaceId,
       input: NewWebhook
     ) => Effect.Effect<WebhookEndpoint, Fails<ValidationFailed | PlanLimitExceeded>>
     readonly update: (
-      workspaceId: string,
-      id: string,
+      workspaceId: WorkspaceId,
+      id: WebhookId,
       changes: WebhookChanges
     ) => Effect.Effect<WebhookEndpoint, Fails<ResourceNotFound | ValidationFailed>>
-    readonly remove: (workspaceId: string, id: string) => Effect.Effect<void, Fails<ResourceNotFound>>
+    readonly remove: (workspaceId: WorkspaceId, id: WebhookId) => Effect.Effect<void, Fails<ResourceNotFound>>
     /**
      * Gives the endpoint a new secret and answers it with that secret (shown this once); the
      * old one keeps signing beside it for the grace period (docs/webhooks.md, "Secret rotation").
      */
     readonly rotateSecret: (
-      workspaceId: string,
-      id: string,
+      workspaceId: WorkspaceId,
+      id: WebhookId,
       input: SecretRotation
     ) => Effect.Effect<WebhookEndpoint, Fails<ResourceNotFound | ValidationFailed>>
   }
@@ -73,7 +77,7 @@ export class Webhooks extends Context.Tag("@intake/Webhooks")<
 export interface DeliveryQuery extends ListQuery {
   readonly status?: DeliveryStatus | null
   readonly eventType?: string | null
-  readonly submissionId?: string | null
+  readonly submissionId?: SubmissionId | null
   readonly createdAfter?: EpochMillis | null
   readonly createdBefore?: EpochMillis | null
 }
@@ -124,7 +128,7 @@ export type AttemptMade =
       readonly delivery: Delivery
       readonly result: SendResult
       /** When its retry is due and its id, if it failed; the retry is queued only if the endpoint stays active. */
-      readonly retry: { readonly dueAt: number; readonly id: string } | null
+      readonly retry: { readonly dueAt: number; readonly id: DeliveryId } | null
       readonly finishedAt: number
       readonly event?: DomainEvent | null
     }
@@ -142,15 +146,15 @@ export class Deliveries extends Context.Tag("@intake/Deliveries")<
   {
     /** The endpoint's attempts, newest first, within the query's filters (the cursor is bound to them). */
     readonly list: (
-      workspaceId: string,
-      webhookId: string,
+      workspaceId: WorkspaceId,
+      webhookId: WebhookId,
       query: DeliveryQuery
     ) => Effect.Effect<Listed<Delivery>, Fails<ResourceNotFound | ValidationFailed>>
     /** One attempt of the endpoint (404 webhook, then 404 delivery). */
     readonly get: (
-      workspaceId: string,
-      webhookId: string,
-      deliveryId: string
+      workspaceId: WorkspaceId,
+      webhookId: WebhookId,
+      deliveryId: DeliveryId
     ) => Effect.Effect<Delivery, Fails<ResourceNotFound>>
     /**
      * Queues again, once each and oldest first, every event of the window that the endpoint
@@ -159,23 +163,23 @@ export class Deliveries extends Context.Tag("@intake/Deliveries")<
      * while the endpoint is not active.
      */
     readonly recover: (
-      workspaceId: string,
-      webhookId: string,
+      workspaceId: WorkspaceId,
+      webhookId: WebhookId,
       window: { readonly since: EpochMillis; readonly until: EpochMillis | null }
     ) => Effect.Effect<Recovery, Fails<ResourceNotFound | ValidationFailed | Conflict>>
     /** Sends a `webhook.test` event at once, whatever the endpoint's status; answers the finished attempt. */
     readonly test: (
-      workspaceId: string,
-      webhookId: string
+      workspaceId: WorkspaceId,
+      webhookId: WebhookId
     ) => Effect.Effect<Delivery, Fails<ResourceNotFound>>
     /**
      * Sends the attempt's event again at once, rebuilt from its source (409 conflict when
      * the source is gone; 404 delivery when the id is not this endpoint's attempt).
      */
     readonly redeliver: (
-      workspaceId: string,
-      webhookId: string,
-      deliveryId: string
+      workspaceId: WorkspaceId,
+      webhookId: WebhookId,
+      deliveryId: DeliveryId
     ) => Effect.Effect<Delivery, Fails<ResourceNotFound | Conflict>>
     /** The dispatcher's side: lease up to `limit` due attempts under `claimToken`. */
     readonly claimDue: (limit: number, claimToken: string) => Effect.Effect<ReadonlyArray<Delivery>, Fails>
@@ -209,7 +213,10 @@ export class Deliveries extends Context.Tag("@intake/Deliveries")<
       claimToken: string
     ) => Effect.Effect<ReadonlyArray<Delivery>, Fails>
     /** Gives claimed attempts back (a dispatcher stopping before it made them). */
-    readonly release: (deliveryIds: ReadonlyArray<string>, claimToken: string) => Effect.Effect<void, Fails>
+    readonly release: (
+      deliveryIds: ReadonlyArray<DeliveryId>,
+      claimToken: string
+    ) => Effect.Effect<void, Fails>
     /** When the earliest pending attempt is due, if any. */
     readonly nextDueAt: Effect.Effect<Option.Option<EpochMillis>, Fails>
   }

@@ -7,6 +7,7 @@ import { maxWebhookEndpoints } from "../access/plans.js"
 import { WorkspaceRepository } from "../access/ports.js"
 import * as Cursor from "../shared/cursor.js"
 import { invalid, notFound, type ValidationIssue } from "../shared/errors.js"
+import type { IntakeBotId, WebhookId, WorkspaceId } from "../shared/ids.js"
 import type { WebhookEndpoint } from "../shared/models.js"
 import { Crypto, Ids, UnitOfWork } from "../shared/ports.js"
 import { IntakeBotRepository } from "../submissions/ports.js"
@@ -25,7 +26,7 @@ import { DEFAULT_GRACE_PERIOD_SECONDS, gracePeriodIssues, newWebhookSecret } fro
 import { WebhookSettings } from "./webhook-settings.js"
 import { checkUrlSyntax } from "./webhook-url.js"
 
-const listName = (workspaceId: string) => `webhooks:${workspaceId}`
+const listName = (workspaceId: WorkspaceId) => `webhooks:${workspaceId}`
 
 export const WebhooksLive = Layer.effect(
   Webhooks,
@@ -42,7 +43,7 @@ export const WebhooksLive = Layer.effect(
     const mac = crypto.sha256Hex
 
     /** 422 issues for the ids that are not bots of the workspace. */
-    const foreignBotIssues = (workspaceId: string, botIds: ReadonlyArray<string>) =>
+    const foreignBotIssues = (workspaceId: WorkspaceId, botIds: ReadonlyArray<IntakeBotId>) =>
       botIds.length === 0
         ? Effect.succeed<ReadonlyArray<ValidationIssue>>([])
         : Effect.map(bots.existingIds(workspaceId, botIds), (existing) => {
@@ -54,7 +55,7 @@ export const WebhooksLive = Layer.effect(
             )
           })
 
-    const findOwn = (workspaceId: string, id: string) =>
+    const findOwn = (workspaceId: WorkspaceId, id: WebhookId) =>
       Effect.flatMap(
         webhooks.findInWorkspace(workspaceId, id),
         Option.match({ onNone: () => Effect.fail(notFound("webhook")), onSome: Effect.succeed })

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { AccessInvalidation, type AccessInvalidationEvent } from "@intake/domain"
+import { AccessInvalidation, type AccessInvalidationEvent, makeWorkspaceId } from "@intake/domain"
 import { Chunk, Context, Duration, Effect, Exit, Layer, Option, Queue, Scope } from "effect"
 import { uniqueId } from "../records.js"
 
@@ -27,7 +27,7 @@ const recorder = (invalidation: AccessInvalidation["Type"]) =>
 const keyChanged = (): AccessInvalidationEvent => ({ _tag: "ApiKeyChanged", keyHash: uniqueId("hash") })
 const workspaceChanged = (): AccessInvalidationEvent => ({
   _tag: "WorkspaceChanged",
-  workspaceId: uniqueId("ws")
+  workspaceId: makeWorkspaceId(uniqueId("ws"))
 })
 
 /** Every event `received` got so far, without waiting. */

@@ -3,6 +3,8 @@ import {
   type ApiKey,
   ApiKeyRepository,
   type EpochMillis,
+  makeApiKeyId,
+  makeWorkspaceId,
   type PlanLimitExceeded,
   type StorageUnavailable,
   WorkspaceRepository
@@ -15,8 +17,8 @@ const NOW: EpochMillis = 1_800_000_000_000
 const MINUTE = 60_000
 
 const aKeyRecord = (workspaceId: string, overrides: Partial<ApiKey> = {}): ApiKey => ({
-  id: uniqueId("key"),
-  workspaceId,
+  id: makeApiKeyId(uniqueId("key")),
+  workspaceId: makeWorkspaceId(workspaceId),
   name: "ci",
   keyHash: `hash-${uniqueId("h")}`,
   scopes: ["read:submissions"],
@@ -53,7 +55,7 @@ export const apiKeyRepositoryContract = (
         yield* keys.insertWithinCap(key, 3, NOW)
         expect(yield* keys.findById(key.id)).toEqual(Option.some(key))
         expect(yield* keys.findByHash(key.keyHash)).toEqual(Option.some(key))
-        expect(yield* keys.findById(uniqueId("key"))).toEqual(Option.none())
+        expect(yield* keys.findById(makeApiKeyId(uniqueId("key")))).toEqual(Option.none())
         expect(yield* keys.findByHash("no-such-hash")).toEqual(Option.none())
       })
     )
@@ -135,7 +137,7 @@ export const apiKeyRepositoryContract = (
         expect(yield* keys.revoke(key.id, NOW)).toEqual(Option.some({ ...key, revokedAt: NOW }))
         expect(yield* keys.revoke(key.id, NOW + MINUTE)).toEqual(Option.some({ ...key, revokedAt: NOW }))
         expect(yield* keys.findByHash(key.keyHash)).toEqual(Option.some({ ...key, revokedAt: NOW }))
-        expect(yield* keys.revoke(uniqueId("key"), NOW)).toEqual(Option.none())
+        expect(yield* keys.revoke(makeApiKeyId(uniqueId("key")), NOW)).toEqual(Option.none())
       })
     )
 
@@ -155,7 +157,7 @@ export const apiKeyRepositoryContract = (
         expect(yield* lastUsed).toEqual(Option.some(NOW))
         expect(yield* keys.touchLastUsed(key.id, NOW + MINUTE, MINUTE)).toBe(true)
         expect(yield* lastUsed).toEqual(Option.some(NOW + MINUTE))
-        expect(yield* keys.touchLastUsed(uniqueId("key"), NOW, MINUTE)).toBe(false)
+        expect(yield* keys.touchLastUsed(makeApiKeyId(uniqueId("key")), NOW, MINUTE)).toBe(false)
       })
     )
 

@@ -5,6 +5,7 @@ import {
   DeliveryRepository,
   type DomainEvent,
   EventOutbox,
+  makeWebhookId,
   WorkspaceRepository
 } from "@intake/domain"
 import { Effect, type Layer, Option } from "effect"
@@ -103,7 +104,12 @@ export const contactRepositoryContract = (
         const recorded = (candidate: Contact) => {
           const { completed, created } = eventsFor(candidate)
           const attempts = [completed, created].map((event) =>
-            aDelivery({ webhookId, eventId: event.id, eventType: event.type, createdAt: event.createdAt })
+            aDelivery({
+              webhookId: makeWebhookId(webhookId),
+              eventId: event.id,
+              eventType: event.type,
+              createdAt: event.createdAt
+            })
           )
           return Effect.as(
             contacts.findOrCreateWithEvents(candidate, [completed, created], {
@@ -114,13 +120,19 @@ export const contactRepositoryContract = (
           )
         }
         const fresh = yield* recorded(contactRecord(workspaceId, { email: "lin@example.com" }))
-        expect(yield* deliveries.attemptsOf(webhookId, fresh.completed.id)).toEqual([fresh.attempts[0]])
-        expect(yield* deliveries.attemptsOf(webhookId, fresh.created.id)).toEqual([fresh.attempts[1]])
+        expect(yield* deliveries.attemptsOf(makeWebhookId(webhookId), fresh.completed.id)).toEqual([
+          fresh.attempts[0]
+        ])
+        expect(yield* deliveries.attemptsOf(makeWebhookId(webhookId), fresh.created.id)).toEqual([
+          fresh.attempts[1]
+        ])
 
         const known = yield* recorded(contactRecord(workspaceId, { email: "LIN@example.com" }))
         expect(yield* namedContact(known.completed)).toBe(fresh.completed.contactId)
-        expect(yield* deliveries.attemptsOf(webhookId, known.completed.id)).toEqual([known.attempts[0]])
-        expect(yield* deliveries.attemptsOf(webhookId, known.created.id)).toEqual([])
+        expect(yield* deliveries.attemptsOf(makeWebhookId(webhookId), known.completed.id)).toEqual([
+          known.attempts[0]
+        ])
+        expect(yield* deliveries.attemptsOf(makeWebhookId(webhookId), known.created.id)).toEqual([])
         expect(yield* storedEvent(known.created.id)).toBeNull()
       })
     )

@@ -8,6 +8,7 @@ import {
   type Delivery,
   type DeliveryRepository,
   type EventOutbox,
+  makeWorkspaceId,
   type UnitOfWork,
   type WebhookEndpoint,
   WebhookRepository
@@ -29,7 +30,7 @@ export const deliveryContractKit = (theLayer: Layer.Layer<DeliveryPorts>) => ({
   /** An endpoint of a workspace of its own, stored. */
   givenEndpoint: (overrides: Partial<WebhookEndpoint> = {}) =>
     Effect.gen(function* () {
-      const endpoint = aWebhookEndpoint({ workspaceId: uniqueId("ws"), ...overrides })
+      const endpoint = aWebhookEndpoint({ workspaceId: makeWorkspaceId(uniqueId("ws")), ...overrides })
       yield* (yield* WebhookRepository).insertWithinCap(endpoint, 100)
       return endpoint
     }),

@@ -4,7 +4,14 @@
  * with the endpoints' state. Run within `deliveryRepositoryContract`.
  */
 import { expect } from "@effect/vitest"
-import { type DeliveryIsolation, DeliveryRepository, UnitOfWork, WebhookRepository } from "@intake/domain"
+import {
+  type DeliveryIsolation,
+  DeliveryRepository,
+  makeWebhookId,
+  makeWorkspaceId,
+  UnitOfWork,
+  WebhookRepository
+} from "@intake/domain"
 import { Effect, Option } from "effect"
 import { aDelivery } from "../fixtures-deliveries.js"
 import { uniqueId } from "../records.js"
@@ -49,7 +56,7 @@ export const deliveryIsolationContract = ({ test, givenEndpoint, ids }: Delivery
   test("claims take each endpoint's earliest due in turn, workspaces first, so a backlog starves no one", () =>
     Effect.gen(function* () {
       const repo = yield* DeliveryRepository
-      const workspaceId = uniqueId("ws")
+      const workspaceId = makeWorkspaceId(uniqueId("ws"))
       const big = yield* givenEndpoint({ workspaceId })
       const sibling = yield* givenEndpoint({ workspaceId })
       const elsewhere = yield* givenEndpoint()
@@ -240,7 +247,7 @@ export const deliveryIsolationContract = ({ test, givenEndpoint, ids }: Delivery
       const repo = yield* DeliveryRepository
       const uow = yield* UnitOfWork
       const [x, y] = [yield* givenEndpoint(), yield* givenEndpoint()]
-      const locked = yield* uow.transaction(repo.lockEndpoints([y.id, uniqueId("wh"), x.id]))
+      const locked = yield* uow.transaction(repo.lockEndpoints([y.id, makeWebhookId(uniqueId("wh")), x.id]))
       expect(locked.map((e) => e.id)).toEqual([x.id, y.id].sort())
       expect(locked.find((e) => e.id === x.id)).toEqual(x)
     }))

@@ -12,6 +12,10 @@ import {
   DeliveryRepository,
   type DomainEvent,
   EventOutbox,
+  makeIntakeBotId,
+  makeSubmissionId,
+  makeWebhookId,
+  makeWorkspaceId,
   noDeliveryFilter,
   type WebhookEndpoint,
   WebhookRepository
@@ -26,10 +30,10 @@ type Ports = EventOutbox | DeliveryRepository | WebhookRepository
 
 const anEvent = (workspaceId: string, overrides: Partial<DomainEvent> = {}): DomainEvent => ({
   id: uniqueId("evt"),
-  workspaceId,
+  workspaceId: makeWorkspaceId(workspaceId),
   type: "submission.completed",
-  intakeBotId: uniqueId("bot"),
-  submissionId: uniqueId("sub"),
+  intakeBotId: makeIntakeBotId(uniqueId("bot")),
+  submissionId: makeSubmissionId(uniqueId("sub")),
   contactId: null,
   createdAt: 1_000,
   ...overrides
@@ -48,14 +52,14 @@ export const deliveryLogContract = (name: string, theLayer: Layer.Layer<Ports>):
   layer(checkedStores(theLayer))(`Delivery log and recovery contract (${name})`, (it) => {
     const givenEndpoint = (overrides: Partial<WebhookEndpoint> = {}) =>
       Effect.gen(function* () {
-        const endpoint = aWebhookEndpoint({ workspaceId: uniqueId("ws"), ...overrides })
+        const endpoint = aWebhookEndpoint({ workspaceId: makeWorkspaceId(uniqueId("ws")), ...overrides })
         yield* (yield* WebhookRepository).insertWithinCap(endpoint, 100)
         return endpoint
       })
 
     const listAll = (webhookId: string, filter: Partial<DeliveryFilter>) =>
       Effect.flatMap(DeliveryRepository, (repo) =>
-        repo.list(webhookId, { limit: 100, after: null }, { ...noDeliveryFilter, ...filter })
+        repo.list(makeWebhookId(webhookId), { limit: 100, after: null }, { ...noDeliveryFilter, ...filter })
       )
 
     it.effect("attempts appended with their events: pending ones queued, skipped ones only stored", () =>
@@ -90,8 +94,11 @@ export const deliveryLogContract = (name: string, theLayer: Layer.Layer<Ports>):
         const endpoint = yield* givenEndpoint()
         const other = yield* givenEndpoint({ workspaceId: endpoint.workspaceId })
         const submissionId = uniqueId("sub")
-        const completed = anEvent(endpoint.workspaceId, { submissionId })
-        const contact = anEvent(endpoint.workspaceId, { submissionId, type: "contact.created" })
+        const completed = anEvent(endpoint.workspaceId, { submissionId: makeSubmissionId(submissionId) })
+        const contact = anEvent(endpoint.workspaceId, {
+          submissionId: makeSubmissionId(submissionId),
+          type: "contact.created"
+        })
         const unrelated = anEvent(endpoint.workspaceId)
         yield* (yield* EventOutbox).append([completed, contact, unrelated])
         const rows = [
@@ -125,17 +132,23 @@ export const deliveryLogContract = (name: string, theLayer: Layer.Layer<Ports>):
         expect(idsOf(yield* listAll(endpoint.id, { eventType: "webhook.test" }))).toEqual(
           newestFirst(mine.filter((d) => d.eventType === "webhook.test"))
         )
-        expect(idsOf(yield* listAll(endpoint.id, { submissionId }))).toEqual(
+        expect(idsOf(yield* listAll(endpoint.id, { submissionId: makeSubmissionId(submissionId) }))).toEqual(
           newestFirst(mine.filter((d) => d.eventId === completed.id || d.eventId === contact.id))
         )
         expect(idsOf(yield* listAll(endpoint.id, { createdAfter: 2_000, createdBefore: 3_000 }))).toEqual(
           newestFirst(mine.filter((d) => d.createdAt >= 2_000 && d.createdAt <= 3_000))
         )
-        expect(idsOf(yield* listAll(endpoint.id, { submissionId, status: "failed" }))).toEqual([mine[0]!.id])
-        expect((yield* listAll(endpoint.id, { submissionId: uniqueId("sub") })).items).toEqual([])
+        expect(
+          idsOf(
+            yield* listAll(endpoint.id, { submissionId: makeSubmissionId(submissionId), status: "failed" })
+          )
+        ).toEqual([mine[0]!.id])
+        expect(
+          (yield* listAll(endpoint.id, { submissionId: makeSubmissionId(uniqueId("sub")) })).items
+        ).toEqual([])
 
         // Pages of a filtered list are the filtered list's pages.
-        const filter = { ...noDeliveryFilter, submissionId }
+        const filter = { ...noDeliveryFilter, submissionId: makeSubmissionId(submissionId) }
         const first = yield* repo.list(endpoint.id, { limit: 2, after: null }, filter)
         expect(first.hasMore).toBe(true)
         const last = first.items[1]!
@@ -146,7 +159,7 @@ export const deliveryLogContract = (name: string, theLayer: Layer.Layer<Ports>):
         )
         expect(second.hasMore).toBe(false)
         expect([...idsOf(first), ...idsOf(second)]).toEqual(
-          idsOf(yield* listAll(endpoint.id, { submissionId }))
+          idsOf(yield* listAll(endpoint.id, { submissionId: makeSubmissionId(submissionId) }))
         )
       })
     )
@@ -159,18 +172,21 @@ export const deliveryLogContract = (name: string, theLayer: Layer.Layer<Ports>):
           const botId = uniqueId("bot")
           const endpoint = yield* givenEndpoint({
             events: ["submission.completed", "contact.created"],
-            intakeBotIds: [botId]
+            intakeBotIds: [makeIntakeBotId(botId)]
           })
           const ws = endpoint.workspaceId
           const at = (createdAt: number, overrides: Partial<DomainEvent> = {}) =>
-            anEvent(ws, { intakeBotId: botId, createdAt, ...overrides })
+            anEvent(ws, { intakeBotId: makeIntakeBotId(botId), createdAt, ...overrides })
           const never = at(1_000)
           const failedTwice = at(2_000, { type: "contact.created" })
           const skipped = at(2_000)
           const received = at(3_000)
           const pending = at(3_000)
-          const otherBot = at(3_000, { intakeBotId: uniqueId("bot") })
-          const otherWorkspace = anEvent(uniqueId("ws"), { intakeBotId: botId, createdAt: 3_000 })
+          const otherBot = at(3_000, { intakeBotId: makeIntakeBotId(uniqueId("bot")) })
+          const otherWorkspace = anEvent(uniqueId("ws"), {
+            intakeBotId: makeIntakeBotId(botId),
+            createdAt: 3_000
+          })
           const tooLate = at(9_000)
           const events = [never, failedTwice, skipped, received, pending, otherBot, otherWorkspace, tooLate]
           yield* (yield* EventOutbox).append(events)
@@ -223,7 +239,7 @@ export const deliveryLogContract = (name: string, theLayer: Layer.Layer<Ports>):
         const repo = yield* DeliveryRepository
         const endpoint = yield* givenEndpoint()
         expect(yield* repo.lockEndpoint(endpoint.id)).toEqual(Option.some(endpoint))
-        expect(yield* repo.lockEndpoint(uniqueId("wh"))).toEqual(Option.none())
+        expect(yield* repo.lockEndpoint(makeWebhookId(uniqueId("wh")))).toEqual(Option.none())
       })
     )
   })

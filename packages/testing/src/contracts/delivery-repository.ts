@@ -9,6 +9,8 @@ import { describe, expect } from "@effect/vitest"
 import {
   DeliveryRepository,
   EventOutbox,
+  makeWebhookId,
+  makeWorkspaceId,
   StorageUnavailable,
   UnitOfWork,
   WebhookRepository
@@ -217,13 +219,15 @@ export const deliveryRepositoryContract = (name: string, theLayer: Layer.Layer<D
       Effect.gen(function* () {
         const repo = yield* DeliveryRepository
         const workspaceId = uniqueId("ws")
-        const active = yield* givenEndpoint({ workspaceId })
-        yield* givenEndpoint({ workspaceId, status: "paused" })
-        yield* givenEndpoint({ workspaceId, status: "disabled" })
+        const active = yield* givenEndpoint({ workspaceId: makeWorkspaceId(workspaceId) })
+        yield* givenEndpoint({ workspaceId: makeWorkspaceId(workspaceId), status: "paused" })
+        yield* givenEndpoint({ workspaceId: makeWorkspaceId(workspaceId), status: "disabled" })
         yield* givenEndpoint()
-        expect((yield* repo.activeEndpoints(workspaceId)).map((e) => e.id)).toEqual([active.id])
+        expect((yield* repo.activeEndpoints(makeWorkspaceId(workspaceId))).map((e) => e.id)).toEqual([
+          active.id
+        ])
         expect(yield* repo.endpoint(active.id)).toEqual(Option.some(active))
-        expect(yield* repo.endpoint(uniqueId("wh"))).toEqual(Option.none())
+        expect(yield* repo.endpoint(makeWebhookId(uniqueId("wh")))).toEqual(Option.none())
       }))
 
     test("the log's reads give each attempt the request id of the event it delivers, none when no request raised it", () =>
@@ -369,7 +373,11 @@ export const deliveryRepositoryContract = (name: string, theLayer: Layer.Layer<D
           endpoint: { status: "disabled", consecutiveFails: 1 }
         })
         expect(
-          yield* repo.recordOutcome(uniqueId("wh"), { ok: true, responseStatus: 200, at: 1 }, 5 * DAY)
+          yield* repo.recordOutcome(
+            makeWebhookId(uniqueId("wh")),
+            { ok: true, responseStatus: 200, at: 1 },
+            5 * DAY
+          )
         ).toEqual(Option.none())
       }))
 

@@ -12,6 +12,7 @@ import {
   DeliveryRepository,
   EventOutbox,
   IntakeBotRepository,
+  makeWebhookId,
   SubmissionRepository,
   UnitOfWork,
   WebhookRepository,
@@ -68,7 +69,7 @@ export const dispatchSourcesContract = (name: string, theLayer: Layer.Layer<Port
           eventId: created.id,
           eventType: "contact.created"
         })
-        const orphan = aDelivery({ webhookId: uniqueId("wh"), eventId: uniqueId("evt") })
+        const orphan = aDelivery({ webhookId: makeWebhookId(uniqueId("wh")), eventId: uniqueId("evt") })
 
         const sources = yield* (yield* DeliveryRepository).dispatchSources([toCompleted, toCreated, orphan])
         expect(sources.get(toCompleted.id)).toEqual({

@@ -3,6 +3,7 @@ import {
   DeliveryRepository,
   EventOutbox,
   IntakeBotRepository,
+  makeWebhookId,
   SubmissionRepository,
   WorkspaceRepository
 } from "@intake/domain"
@@ -55,13 +56,18 @@ export const eventOutboxContract = (
         const created = domainEventRecord(submission, { type: "contact.created", contactId: uniqueId("con") })
         const webhookId = uniqueId("wh")
         const attempts = [completed, created].map((event) =>
-          aDelivery({ webhookId, eventId: event.id, eventType: event.type, createdAt: submission.createdAt })
+          aDelivery({
+            webhookId: makeWebhookId(webhookId),
+            eventId: event.id,
+            eventType: event.type,
+            createdAt: submission.createdAt
+          })
         )
         yield* outbox.append([completed, created], { deliveries: attempts, dueAt: submission.createdAt })
         expect(yield* outbox.findById(completed.id)).toEqual(Option.some(completed))
         expect(yield* outbox.findById(created.id)).toEqual(Option.some(created))
-        expect(yield* deliveries.attemptsOf(webhookId, completed.id)).toEqual([attempts[0]])
-        expect(yield* deliveries.attemptsOf(webhookId, created.id)).toEqual([attempts[1]])
+        expect(yield* deliveries.attemptsOf(makeWebhookId(webhookId), completed.id)).toEqual([attempts[0]])
+        expect(yield* deliveries.attemptsOf(makeWebhookId(webhookId), created.id)).toEqual([attempts[1]])
         const due = yield* deliveries.nextDueAt(submission.createdAt)
         expect(Option.isSome(due) && due.value <= submission.createdAt).toBe(true)
       })

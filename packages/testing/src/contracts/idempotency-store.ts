@@ -7,6 +7,7 @@ import {
   IdempotencyRecordExists,
   type IdempotencyScope,
   IdempotencyStore,
+  makeApiKeyId,
   UnitOfWork
 } from "@intake/domain"
 import { Effect, type Layer } from "effect"
@@ -16,7 +17,10 @@ import { checkedStores } from "./answer-shapes.js"
 const DAY = 24 * 60 * 60 * 1000
 const T0 = 1_790_000_000_000
 
-const aScope = (): IdempotencyScope => ({ apiKeyId: uniqueId("key"), key: `req-${uniqueId("k")}` })
+const aScope = (): IdempotencyScope => ({
+  apiKeyId: makeApiKeyId(uniqueId("key")),
+  key: `req-${uniqueId("k")}`
+})
 const created = { status: 201, body: { submission: { id: "sub_1" } } }
 
 export const idempotencyStoreContract = (
@@ -64,7 +68,7 @@ export const idempotencyStoreContract = (
         const uow = yield* UnitOfWork
         const scope = aScope()
         yield* uow.transaction(store.complete(scope, "fp", created, T0, T0 + DAY))
-        const otherApiKey = { ...scope, apiKeyId: uniqueId("key") }
+        const otherApiKey = { ...scope, apiKeyId: makeApiKeyId(uniqueId("key")) }
         expect(yield* uow.transaction(store.claim(otherApiKey, "other", T0))).toEqual({ _tag: "Fresh" })
       })
     )

@@ -1,6 +1,7 @@
 import { expect, layer } from "@effect/vitest"
 import {
   IntakeBotRepository,
+  makeIntakeBotId,
   SubmissionRepository,
   WebhookRepository,
   WorkspaceRepository
@@ -33,7 +34,7 @@ export const intakeBotRepositoryContract = (
         expect(yield* bots.findById(bot.id)).toEqual(Option.some(bot))
         expect(yield* bots.findInWorkspace(workspace.id, bot.id)).toEqual(Option.some(bot))
         expect(Option.isNone(yield* bots.findInWorkspace(other.id, bot.id))).toBe(true)
-        expect(Option.isNone(yield* bots.findById(uniqueId("bot")))).toBe(true)
+        expect(Option.isNone(yield* bots.findById(makeIntakeBotId(uniqueId("bot"))))).toBe(true)
       })
     )
 
@@ -76,7 +77,9 @@ export const intakeBotRepositoryContract = (
           expect(yield* bots.findIntakeTarget(bot.id, workspace.id)).toEqual(expected)
           expect(yield* bots.findIntakeTarget(bot.id, null)).toEqual(expected)
           expect(Option.isNone(yield* bots.findIntakeTarget(bot.id, other.id))).toBe(true)
-          expect(Option.isNone(yield* bots.findIntakeTarget(uniqueId("bot"), null))).toBe(true)
+          expect(Option.isNone(yield* bots.findIntakeTarget(makeIntakeBotId(uniqueId("bot")), null))).toBe(
+            true
+          )
           const lone = intakeBotRecord(other.id)
           yield* bots.insert(lone)
           expect(yield* bots.findIntakeTarget(lone.id, other.id)).toEqual(
@@ -124,7 +127,11 @@ export const intakeBotRepositoryContract = (
         const theirs = intakeBotRecord(other.id)
         yield* bots.insert(mine)
         yield* bots.insert(theirs)
-        const found = yield* bots.existingIds(workspace.id, [mine.id, theirs.id, uniqueId("bot")])
+        const found = yield* bots.existingIds(workspace.id, [
+          mine.id,
+          theirs.id,
+          makeIntakeBotId(uniqueId("bot"))
+        ])
         expect([...found]).toEqual([mine.id])
         expect(yield* bots.existingIds(workspace.id, [])).toEqual([])
       })

@@ -1,6 +1,7 @@
 import { expect, layer } from "@effect/vitest"
 import {
   IntakeBotRepository,
+  makeSubmissionId,
   PlanLimitExceeded,
   SubmissionRepository,
   UsageCounters,
@@ -46,9 +47,11 @@ export const submissionRepositoryContract = (
         expect(Option.isNone(yield* submissions.findInBot(otherBot.workspaceId, bot.id, submission.id))).toBe(
           true
         )
-        expect(Option.isNone(yield* submissions.findInBot(bot.workspaceId, bot.id, uniqueId("sub")))).toBe(
-          true
-        )
+        expect(
+          Option.isNone(
+            yield* submissions.findInBot(bot.workspaceId, bot.id, makeSubmissionId(uniqueId("sub")))
+          )
+        ).toBe(true)
       })
     )
 
@@ -125,7 +128,9 @@ export const submissionRepositoryContract = (
         expect(yield* submissions.findInBot(bot.workspaceId, bot.id, submission.id)).toEqual(
           Option.some({ ...submission, aiSummary: "Ada asks for a quote.", updatedAt: T0 + 5, messages })
         )
-        expect(yield* submissions.replaceSummary(uniqueId("sub"), "nobody", T0 + 5)).toBe(false)
+        expect(yield* submissions.replaceSummary(makeSubmissionId(uniqueId("sub")), "nobody", T0 + 5)).toBe(
+          false
+        )
       })
     )
 

@@ -4,7 +4,15 @@
  */
 
 import { describe, expect, it } from "@effect/vitest"
-import { type SummaryJob, SummaryJobRepository, UnitOfWork } from "@intake/domain"
+import {
+  makeDeliveryId,
+  makeIntakeBotId,
+  makeSubmissionId,
+  makeWorkspaceId,
+  type SummaryJob,
+  SummaryJobRepository,
+  UnitOfWork
+} from "@intake/domain"
 import { Effect, Either, type Layer, Option } from "effect"
 import { uniqueId } from "../records.js"
 import { checkedStores } from "./answer-shapes.js"
@@ -14,11 +22,11 @@ type Ports = SummaryJobRepository | UnitOfWork
 const LEASE = 60_000
 
 export const aSummaryJob = (overrides: Partial<SummaryJob> = {}): SummaryJob => ({
-  submissionId: uniqueId("sub"),
-  workspaceId: uniqueId("ws"),
-  intakeBotId: uniqueId("bot"),
+  submissionId: makeSubmissionId(uniqueId("sub")),
+  workspaceId: makeWorkspaceId(uniqueId("ws")),
+  intakeBotId: makeIntakeBotId(uniqueId("bot")),
   attempts: 0,
-  heldDeliveryIds: [uniqueId("dlv"), uniqueId("dlv")],
+  heldDeliveryIds: [makeDeliveryId(uniqueId("dlv")), makeDeliveryId(uniqueId("dlv"))],
   createdAt: 1_000,
   ...overrides
 })

@@ -1,7 +1,14 @@
 /** The contract every WebhookRepository adapter keeps. */
 
 import { expect, layer } from "@effect/vitest"
-import { PlanLimitExceeded, type UnitOfWork, type WebhookEndpoint, WebhookRepository } from "@intake/domain"
+import {
+  makeIntakeBotId,
+  makeWorkspaceId,
+  PlanLimitExceeded,
+  type UnitOfWork,
+  type WebhookEndpoint,
+  WebhookRepository
+} from "@intake/domain"
 import { Effect, Either, type Layer, Option } from "effect"
 import { aWebhookEndpoint } from "../fixtures-webhooks.js"
 import { uniqueId } from "../records.js"
@@ -15,7 +22,10 @@ export const webhookRepositoryContract = (
     it.effect("stores an endpoint and finds it in its workspace", () =>
       Effect.gen(function* () {
         const repo = yield* WebhookRepository
-        const endpoint = aWebhookEndpoint({ workspaceId: uniqueId("ws"), intakeBotIds: ["bot_a", "bot_b"] })
+        const endpoint = aWebhookEndpoint({
+          workspaceId: makeWorkspaceId(uniqueId("ws")),
+          intakeBotIds: [makeIntakeBotId("bot_a"), makeIntakeBotId("bot_b")]
+        })
         yield* repo.insertWithinCap(endpoint, 10)
         expect(yield* repo.findInWorkspace(endpoint.workspaceId, endpoint.id)).toEqual(Option.some(endpoint))
       })
@@ -25,8 +35,11 @@ export const webhookRepositoryContract = (
       Effect.gen(function* () {
         const repo = yield* WebhookRepository
         const workspaceId = uniqueId("ws")
-        for (let i = 0; i < 2; i++) yield* repo.insertWithinCap(aWebhookEndpoint({ workspaceId }), 2)
-        const refused = yield* Effect.flip(repo.insertWithinCap(aWebhookEndpoint({ workspaceId }), 2))
+        for (let i = 0; i < 2; i++)
+          yield* repo.insertWithinCap(aWebhookEndpoint({ workspaceId: makeWorkspaceId(workspaceId) }), 2)
+        const refused = yield* Effect.flip(
+          repo.insertWithinCap(aWebhookEndpoint({ workspaceId: makeWorkspaceId(workspaceId) }), 2)
+        )
         expect(refused).toBeInstanceOf(PlanLimitExceeded)
         expect((refused as PlanLimitExceeded).details).toEqual({
           resource: "webhook_endpoints",
@@ -34,7 +47,7 @@ export const webhookRepositoryContract = (
           max: 2
         })
         // Another workspace has its own count.
-        yield* repo.insertWithinCap(aWebhookEndpoint({ workspaceId: uniqueId("ws") }), 2)
+        yield* repo.insertWithinCap(aWebhookEndpoint({ workspaceId: makeWorkspaceId(uniqueId("ws")) }), 2)
       })
     )
 
@@ -44,7 +57,9 @@ export const webhookRepositoryContract = (
         const workspaceId = uniqueId("ws")
         const results = yield* Effect.all(
           Array.from({ length: 15 }, () =>
-            Effect.either(repo.insertWithinCap(aWebhookEndpoint({ workspaceId }), 10))
+            Effect.either(
+              repo.insertWithinCap(aWebhookEndpoint({ workspaceId: makeWorkspaceId(workspaceId) }), 10)
+            )
           ),
           { concurrency: "unbounded" }
         )
@@ -52,7 +67,7 @@ export const webhookRepositoryContract = (
         const refusals = results.filter(Either.isLeft).map((r) => r.left)
         expect(refusals).toHaveLength(5)
         for (const refusal of refusals) expect(refusal).toBeInstanceOf(PlanLimitExceeded)
-        const listed = yield* repo.list(workspaceId, { limit: 100, after: null })
+        const listed = yield* repo.list(makeWorkspaceId(workspaceId), { limit: 100, after: null })
         expect(listed.items).toHaveLength(10)
       })
     )
@@ -63,7 +78,7 @@ export const webhookRepositoryContract = (
         const workspaceId = uniqueId("ws")
         // Two share a timestamp: the id breaks the tie.
         const endpoints = [1000, 3000, 2000, 2000, 5000, 4000].map((createdAt) =>
-          aWebhookEndpoint({ workspaceId, createdAt, updatedAt: createdAt })
+          aWebhookEndpoint({ workspaceId: makeWorkspaceId(workspaceId), createdAt, updatedAt: createdAt })
         )
         for (const endpoint of endpoints) yield* repo.insertWithinCap(endpoint, 50)
         const expected = [...endpoints]
@@ -75,7 +90,7 @@ export const webhookRepositoryContract = (
         let pages = 0
         for (;;) {
           const page: { items: ReadonlyArray<WebhookEndpoint>; hasMore: boolean } = yield* repo.list(
-            workspaceId,
+            makeWorkspaceId(workspaceId),
             {
               limit: 4,
               after
@@ -97,8 +112,11 @@ export const webhookRepositoryContract = (
         const repo = yield* WebhookRepository
         const workspaceId = uniqueId("ws")
         for (const createdAt of [1, 2])
-          yield* repo.insertWithinCap(aWebhookEndpoint({ workspaceId, createdAt }), 10)
-        const page = yield* repo.list(workspaceId, { limit: 2, after: null })
+          yield* repo.insertWithinCap(
+            aWebhookEndpoint({ workspaceId: makeWorkspaceId(workspaceId), createdAt }),
+            10
+          )
+        const page = yield* repo.list(makeWorkspaceId(workspaceId), { limit: 2, after: null })
         expect(page.items).toHaveLength(2)
         expect(page.hasMore).toBe(false)
       })
@@ -109,23 +127,23 @@ export const webhookRepositoryContract = (
         const repo = yield* WebhookRepository
         const mine = uniqueId("ws")
         const theirs = uniqueId("ws")
-        const endpoint = aWebhookEndpoint({ workspaceId: mine })
+        const endpoint = aWebhookEndpoint({ workspaceId: makeWorkspaceId(mine) })
         yield* repo.insertWithinCap(endpoint, 10)
-        yield* repo.insertWithinCap(aWebhookEndpoint({ workspaceId: theirs }), 10)
+        yield* repo.insertWithinCap(aWebhookEndpoint({ workspaceId: makeWorkspaceId(theirs) }), 10)
 
-        expect(yield* repo.findInWorkspace(theirs, endpoint.id)).toEqual(Option.none())
-        expect((yield* repo.list(mine, { limit: 10, after: null })).items.map((e) => e.id)).toEqual([
-          endpoint.id
-        ])
-        expect(yield* repo.delete(theirs, endpoint.id)).toBe(false)
-        expect(Option.isSome(yield* repo.findInWorkspace(mine, endpoint.id))).toBe(true)
+        expect(yield* repo.findInWorkspace(makeWorkspaceId(theirs), endpoint.id)).toEqual(Option.none())
+        expect(
+          (yield* repo.list(makeWorkspaceId(mine), { limit: 10, after: null })).items.map((e) => e.id)
+        ).toEqual([endpoint.id])
+        expect(yield* repo.delete(makeWorkspaceId(theirs), endpoint.id)).toBe(false)
+        expect(Option.isSome(yield* repo.findInWorkspace(makeWorkspaceId(mine), endpoint.id))).toBe(true)
       })
     )
 
     it.effect("updates an endpoint and deletes it once", () =>
       Effect.gen(function* () {
         const repo = yield* WebhookRepository
-        const endpoint = aWebhookEndpoint({ workspaceId: uniqueId("ws") })
+        const endpoint = aWebhookEndpoint({ workspaceId: makeWorkspaceId(uniqueId("ws")) })
         yield* repo.insertWithinCap(endpoint, 10)
         const paused = { ...endpoint, status: "paused" as const, updatedAt: endpoint.updatedAt + 1 }
         yield* repo.update(paused)
@@ -141,7 +159,7 @@ export const webhookRepositoryContract = (
       () =>
         Effect.gen(function* () {
           const repo = yield* WebhookRepository
-          const endpoint = aWebhookEndpoint({ workspaceId: uniqueId("ws") })
+          const endpoint = aWebhookEndpoint({ workspaceId: makeWorkspaceId(uniqueId("ws")) })
           yield* repo.insertWithinCap(endpoint, 10)
           const [first, second, third] = [
             "whsec_Rmlyc3Qgcm90YXRlZCBzZWNyZXQgZm9yIHRlc3RzIQ==",
@@ -185,9 +203,9 @@ export const webhookRepositoryContract = (
             updatedAt: 3_000
           })
           // Another workspace's endpoint, or none: nothing changes.
-          expect(yield* repo.rotateSecret(uniqueId("ws"), endpoint.id, first!, null, 4_000)).toEqual(
-            Option.none()
-          )
+          expect(
+            yield* repo.rotateSecret(makeWorkspaceId(uniqueId("ws")), endpoint.id, first!, null, 4_000)
+          ).toEqual(Option.none())
           expect(
             Option.getOrThrow(yield* repo.findInWorkspace(endpoint.workspaceId, endpoint.id)).secret
           ).toBe(third)

@@ -1,5 +1,5 @@
 import { expect, layer } from "@effect/vitest"
-import { type Workspace, WorkspaceRepository } from "@intake/domain"
+import { makeWorkspaceId, type Workspace, WorkspaceRepository } from "@intake/domain"
 import { Effect, type Layer, Option } from "effect"
 import { aWorkspace, uniqueId } from "../records.js"
 import { checkedStores } from "./answer-shapes.js"
@@ -21,7 +21,7 @@ export const workspaceRepositoryContract = (
     it.effect("answers none for an unknown id", () =>
       Effect.gen(function* () {
         const repository = yield* WorkspaceRepository
-        expect(yield* repository.findById(uniqueId("ws"))).toEqual(Option.none())
+        expect(yield* repository.findById(makeWorkspaceId(uniqueId("ws")))).toEqual(Option.none())
       })
     )
 

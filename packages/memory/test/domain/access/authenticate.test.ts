@@ -5,6 +5,7 @@ import {
   ApiKeyFormat,
   ApiKeyRepository,
   Crypto,
+  makeApiKeyId,
   Provisioning,
   WorkspaceRepository
 } from "@intake/domain/internal"
@@ -23,7 +24,7 @@ const archived = { code: "workspace_archived", status: 403, details: undefined }
 const noApiAccess = { code: "feature_not_available", status: 403, details: { feature: "api_access" } }
 
 const lastUsedAt = (id: string) =>
-  Effect.flatMap(Provisioning, (p) => p.getApiKey(id)).pipe(Effect.map((key) => key.lastUsedAt))
+  Effect.flatMap(Provisioning, (p) => p.getApiKey(makeApiKeyId(id))).pipe(Effect.map((key) => key.lastUsedAt))
 
 describe("Access.authenticate", () => {
   it.effect("a valid key answers its key and workspace", () =>

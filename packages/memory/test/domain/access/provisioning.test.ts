@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { ApiKeyFormat, type Plan, Provisioning } from "@intake/domain/internal"
+import { ApiKeyFormat, makeApiKeyId, makeWorkspaceId, type Plan, Provisioning } from "@intake/domain/internal"
 import { accessTestLayer, authenticate, issueApiKey, provisionWorkspace } from "@intake/testing"
 import { Clock, Effect, Either, TestClock } from "effect"
 
@@ -104,14 +104,16 @@ describe("Provisioning: workspaces", () => {
   it.effect("an unknown workspace is 404 workspace; a bad change is 400 before that", () =>
     Effect.gen(function* () {
       const provisioning = yield* Provisioning
-      expect(yield* failureOf(provisioning.updateWorkspace("ws_missing", { plan: "pro" }))).toEqual({
+      expect(
+        yield* failureOf(provisioning.updateWorkspace(makeWorkspaceId("ws_missing"), { plan: "pro" }))
+      ).toEqual({
         code: "resource_not_found",
         status: 404,
         details: { resource: "workspace" }
       })
       expect(
         yield* issuePaths(
-          provisioning.updateWorkspace("ws_missing", {
+          provisioning.updateWorkspace(makeWorkspaceId("ws_missing"), {
             status: "deleted" as "active",
             rateLimitPerMinute: 0,
             monthlySubmissionQuota: -5
@@ -189,13 +191,15 @@ describe("Provisioning: API keys", () => {
   it.effect("an unknown workspace is 404 workspace", () =>
     Effect.gen(function* () {
       const provisioning = yield* Provisioning
-      expect(yield* failureOf(provisioning.createApiKey("ws_missing", { scopes: ["read:records"] }))).toEqual(
-        {
-          code: "resource_not_found",
-          status: 404,
-          details: { resource: "workspace" }
-        }
-      )
+      expect(
+        yield* failureOf(
+          provisioning.createApiKey(makeWorkspaceId("ws_missing"), { scopes: ["read:records"] })
+        )
+      ).toEqual({
+        code: "resource_not_found",
+        status: 404,
+        details: { resource: "workspace" }
+      })
     }).pipe(Effect.provide(accessTestLayer()))
   )
 
@@ -270,8 +274,8 @@ describe("Provisioning: API keys", () => {
     Effect.gen(function* () {
       const provisioning = yield* Provisioning
       const notFound = { code: "resource_not_found", status: 404, details: { resource: "api_key" } }
-      expect(yield* failureOf(provisioning.getApiKey("key_missing"))).toEqual(notFound)
-      expect(yield* failureOf(provisioning.revokeApiKey("key_missing"))).toEqual(notFound)
+      expect(yield* failureOf(provisioning.getApiKey(makeApiKeyId("key_missing")))).toEqual(notFound)
+      expect(yield* failureOf(provisioning.revokeApiKey(makeApiKeyId("key_missing")))).toEqual(notFound)
     }).pipe(Effect.provide(accessTestLayer()))
   )
 })

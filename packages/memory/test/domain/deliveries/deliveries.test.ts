@@ -8,6 +8,8 @@ import {
   Deliveries,
   type Delivery,
   IntakeBots,
+  makeWebhookId,
+  makeWorkspaceId,
   ResourceNotFound,
   Submissions,
   ValidationFailed,
@@ -438,7 +440,7 @@ describe("workspaces that get no deliveries", () => {
   const archive = (workspaceId: string, change: { status?: "archived"; plan?: "free" }) =>
     Effect.gen(function* () {
       const repository = yield* WorkspaceRepository
-      const workspace = yield* Effect.flatten(repository.findById(workspaceId))
+      const workspace = yield* Effect.flatten(repository.findById(makeWorkspaceId(workspaceId)))
       yield* repository.update({ ...workspace, ...change })
     })
 
@@ -538,7 +540,7 @@ describe("the delivery log", () => {
         )
         expect(crossed).toBeInstanceOf(ValidationFailed)
         const missing = yield* Effect.flip(
-          deliveries.list(workspaceId, "wh_missing", { limit: 3, cursor: null })
+          deliveries.list(workspaceId, makeWebhookId("wh_missing"), { limit: 3, cursor: null })
         )
         expect((missing as ResourceNotFound).resource).toBe("webhook")
       }).pipe(Effect.provide(layer))

@@ -5,7 +5,15 @@
  * disables it, and one log line says which endpoint and why.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Conflict, Deliveries, type Delivery, IntakeBots, Webhooks } from "@intake/domain"
+import {
+  Conflict,
+  Deliveries,
+  type Delivery,
+  IntakeBots,
+  makeIntakeBotId,
+  makeWorkspaceId,
+  Webhooks
+} from "@intake/domain"
 import { answer, captureLogs, newIntakeBot } from "@intake/testing"
 import { Effect, TestClock } from "effect"
 import { Webhook } from "standardwebhooks"
@@ -29,7 +37,11 @@ const givenEndpoint = (
   intakeBotIds: ReadonlyArray<string> = []
 ) =>
   Effect.flatMap(Webhooks, (webhooks) =>
-    webhooks.create(workspaceId, { url: `${RECEIVER}?to=${name}`, events, intakeBotIds })
+    webhooks.create(makeWorkspaceId(workspaceId), {
+      url: `${RECEIVER}?to=${name}`,
+      events,
+      intakeBotIds: intakeBotIds.map(makeIntakeBotId)
+    })
   )
 
 describe("webhook.disabled", () => {

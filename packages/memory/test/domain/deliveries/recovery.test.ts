@@ -10,6 +10,9 @@ import {
   Deliveries,
   type Delivery,
   IntakeBots,
+  makeIntakeBotId,
+  makeWebhookId,
+  makeWorkspaceId,
   ResourceNotFound,
   Submissions,
   ValidationFailed,
@@ -22,25 +25,31 @@ import { dispatchDue, givenWebhook, givenWorkspaceWithBot, MINUTE, NOW, SECOND, 
 const retrying = () => scene({ settings: { retrySchedule: [5 * SECOND, 5 * MINUTE] } })
 
 const setStatus = (workspaceId: string, webhookId: string, status: "active" | "paused") =>
-  Effect.flatMap(Webhooks, (webhooks) => webhooks.update(workspaceId, webhookId, { status }))
+  Effect.flatMap(Webhooks, (webhooks) =>
+    webhooks.update(makeWorkspaceId(workspaceId), makeWebhookId(webhookId), { status })
+  )
 
 /** A completed submission one second after the previous one, so events have distinct times. */
 const submit = (workspaceId: string, botId: string, email: string) =>
   Effect.gen(function* () {
     yield* TestClock.adjust(SECOND)
-    return yield* (yield* Submissions).create(workspaceId, botId, { data: requiredOnlyData({ email }) })
+    return yield* (yield* Submissions).create(makeWorkspaceId(workspaceId), makeIntakeBotId(botId), {
+      data: requiredOnlyData({ email })
+    })
   })
 
 const log = (workspaceId: string, webhookId: string, filters: Record<string, unknown> = {}) =>
   Effect.map(
     Effect.flatMap(Deliveries, (d) =>
-      d.list(workspaceId, webhookId, { limit: 100, cursor: null, ...filters })
+      d.list(makeWorkspaceId(workspaceId), makeWebhookId(webhookId), { limit: 100, cursor: null, ...filters })
     ),
     (listed) => listed.items
   )
 
 const recover = (workspaceId: string, webhookId: string, since: number, until: number | null = null) =>
-  Effect.flatMap(Deliveries, (d) => d.recover(workspaceId, webhookId, { since, until }))
+  Effect.flatMap(Deliveries, (d) =>
+    d.recover(makeWorkspaceId(workspaceId), makeWebhookId(webhookId), { since, until })
+  )
 
 /** The submission ids of the payloads the receiver got, in order. */
 const receivedSubmissions = (receiver: ReturnType<typeof receiverDouble>) =>

@@ -1,5 +1,14 @@
 /** The scene of the delivery rules' tests: memory layers, a receiver double, a realistic wall time. */
-import { Deliveries, IntakeBots, Submissions, Webhooks, WorkspaceRepository } from "@intake/domain"
+import {
+  Deliveries,
+  IntakeBots,
+  makeIntakeBotId,
+  makeWebhookId,
+  makeWorkspaceId,
+  Submissions,
+  Webhooks,
+  WorkspaceRepository
+} from "@intake/domain"
 import {
   aWorkspace,
   deliveryRulesLayer,
@@ -39,7 +48,11 @@ export const givenWebhook = (
   intakeBotIds: ReadonlyArray<string> = []
 ) =>
   Effect.flatMap(Webhooks, (webhooks) =>
-    webhooks.create(workspaceId, { url: RECEIVER, events, intakeBotIds })
+    webhooks.create(makeWorkspaceId(workspaceId), {
+      url: RECEIVER,
+      events,
+      intakeBotIds: intakeBotIds.map(makeIntakeBotId)
+    })
   )
 
 /** What one dispatcher does in one round: claim what is due and make every attempt. */
@@ -50,14 +63,18 @@ export const dispatchDue = Effect.gen(function* () {
 })
 
 export const submit = (workspaceId: string, botId: string, email = "ada@example.com") =>
-  Effect.flatMap(Submissions, (s) => s.create(workspaceId, botId, { data: requiredOnlyData({ email }) }))
+  Effect.flatMap(Submissions, (s) =>
+    s.create(makeWorkspaceId(workspaceId), makeIntakeBotId(botId), { data: requiredOnlyData({ email }) })
+  )
 
 /** The endpoint's delivery log, newest first (up to 100). */
 export const attemptsOf = (workspaceId: string, webhookId: string) =>
   Effect.map(
-    Effect.flatMap(Deliveries, (d) => d.list(workspaceId, webhookId, { limit: 100, cursor: null })),
+    Effect.flatMap(Deliveries, (d) =>
+      d.list(makeWorkspaceId(workspaceId), makeWebhookId(webhookId), { limit: 100, cursor: null })
+    ),
     (listed) => listed.items
   )
 
 export const endpointOf = (workspaceId: string, webhookId: string) =>
-  Effect.flatMap(Webhooks, (webhooks) => webhooks.get(workspaceId, webhookId))
+  Effect.flatMap(Webhooks, (webhooks) => webhooks.get(makeWorkspaceId(workspaceId), makeWebhookId(webhookId)))

@@ -8,6 +8,8 @@ import {
   IdempotencyStore,
   type IdempotentResponses,
   invalid,
+  makeApiKeyId,
+  makeWorkspaceId,
   notFound,
   ResourceNotFound,
   type StorageUnavailable,
@@ -37,7 +39,7 @@ const responses = <A>(
 })
 
 const request = (fingerprint: string, apiKeyId = "key_test") => ({
-  apiKeyId,
+  apiKeyId: makeApiKeyId(apiKeyId),
   key: uniqueId("req"),
   fingerprint
 })
@@ -105,7 +107,7 @@ describe("Idempotency.run", () => {
       expect(refused).toBeInstanceOf(IdempotencyConflict)
       expect(yield* Ref.get(runs)).toBe(1)
       // Keys belong to one API key: another key may use the same text freely.
-      const otherKey = { ...other, apiKeyId: "key_other" }
+      const otherKey = { ...other, apiKeyId: makeApiKeyId("key_other") }
       expect(
         (yield* idempotency.run(
           otherKey,
@@ -180,14 +182,14 @@ describe("Idempotency.run", () => {
       const workspaceId = uniqueId("ws")
       const operation = Effect.gen(function* () {
         yield* Ref.update(runs, (n) => n + 1)
-        yield* repo.insertWithinCap(aWebhookEndpoint({ workspaceId }), 10)
+        yield* repo.insertWithinCap(aWebhookEndpoint({ workspaceId: makeWorkspaceId(workspaceId) }), 10)
         return yield* Effect.fail(notFound("intake_bot"))
       })
       const req = request("fp")
       const toResponse = responses(201, () => ({}))
       const failed = yield* Effect.flip(idempotency.run(req, operation, toResponse))
       expect(failed).toBeInstanceOf(ResourceNotFound)
-      expect((yield* repo.list(workspaceId, { limit: 10, after: null })).items).toEqual([])
+      expect((yield* repo.list(makeWorkspaceId(workspaceId), { limit: 10, after: null })).items).toEqual([])
       expect(yield* idempotency.run(req, operation, toResponse)).toEqual({
         _tag: "Replayed",
         response: { status: 404, body: { code: "resource_not_found" } }
@@ -220,7 +222,10 @@ describe("Idempotency.run", () => {
         const runs = yield* Ref.make(0)
         const operation = Effect.zipRight(
           Ref.update(runs, (n) => n + 1),
-          Effect.as(repo.insertWithinCap(aWebhookEndpoint({ workspaceId }), 10), 2)
+          Effect.as(
+            repo.insertWithinCap(aWebhookEndpoint({ workspaceId: makeWorkspaceId(workspaceId) }), 10),
+            2
+          )
         )
         const outcome = yield* Effect.flatMap(Idempotency, (idempotency) =>
           idempotency.run(
@@ -235,7 +240,7 @@ describe("Idempotency.run", () => {
         )
         expect(outcome).toEqual({ _tag: "Replayed", response: first })
         expect(yield* Ref.get(runs)).toBe(1)
-        expect((yield* repo.list(workspaceId, { limit: 10, after: null })).items).toEqual([])
+        expect((yield* repo.list(makeWorkspaceId(workspaceId), { limit: 10, after: null })).items).toEqual([])
       }).pipe(Effect.provide(rules))
   )
 
@@ -261,12 +266,12 @@ describe("Idempotency.run", () => {
       const req = request("fp")
       const toResponse = responses(201, (n: number) => ({ n }))
       const crashing = Effect.zipRight(
-        repo.insertWithinCap(aWebhookEndpoint({ workspaceId }), 10),
+        repo.insertWithinCap(aWebhookEndpoint({ workspaceId: makeWorkspaceId(workspaceId) }), 10),
         Effect.dieMessage("bug")
       )
       const exit = yield* Effect.exit(idempotency.run(req, crashing, toResponse))
       expect(exit._tag).toBe("Failure")
-      expect((yield* repo.list(workspaceId, { limit: 10, after: null })).items).toEqual([])
+      expect((yield* repo.list(makeWorkspaceId(workspaceId), { limit: 10, after: null })).items).toEqual([])
       expect(yield* idempotency.run(req, Effect.succeed(7), toResponse)).toEqual({ _tag: "Fresh", value: 7 })
     }).pipe(Effect.provide(rules))
   )

@@ -11,6 +11,9 @@ import {
   IdempotencyConflict,
   IdempotencyLive,
   invalid,
+  makeApiKeyId,
+  makeWebhookId,
+  makeWorkspaceId,
   ReceiverClient,
   UnitOfWork,
   ValidationFailed,
@@ -98,7 +101,7 @@ describe("Idempotency.runOutsideTransaction", () => {
           const idempotency = yield* Idempotency
           const deliveries = yield* Deliveries
           const { workspaceId, webhookId } = yield* givenWebhook
-          const request = { apiKeyId: "key_1", key: uniqueId("req"), fingerprint: "fp" }
+          const request = { apiKeyId: makeApiKeyId("key_1"), key: uniqueId("req"), fingerprint: "fp" }
           const test = idempotency.runOutsideTransaction(
             request,
             deliveries.test(workspaceId, webhookId),
@@ -126,7 +129,7 @@ describe("Idempotency.runOutsideTransaction", () => {
     () =>
       answeringAtOnce(({ receiver, idempotency, deliveries, workspaceId, webhookId }) =>
         Effect.gen(function* () {
-          const request = { apiKeyId: "key_1", key: uniqueId("req"), fingerprint: "fp" }
+          const request = { apiKeyId: makeApiKeyId("key_1"), key: uniqueId("req"), fingerprint: "fp" }
           const started = yield* Deferred.make<void>()
           const gate = yield* Deferred.make<void>()
           // Held past its reservation (a process that stalled), then done.
@@ -135,7 +138,7 @@ describe("Idempotency.runOutsideTransaction", () => {
               request,
               Effect.zipRight(
                 Effect.zipRight(Deferred.succeed(started, undefined), Deferred.await(gate)),
-                deliveries.test(workspaceId, webhookId)
+                deliveries.test(makeWorkspaceId(workspaceId), makeWebhookId(webhookId))
               ),
               responses
             )
@@ -144,7 +147,7 @@ describe("Idempotency.runOutsideTransaction", () => {
           yield* TestClock.adjust(IDEMPOTENCY_RESERVATION_MS + 1)
           const send = idempotency.runOutsideTransaction(
             request,
-            deliveries.test(workspaceId, webhookId),
+            deliveries.test(makeWorkspaceId(workspaceId), makeWebhookId(webhookId)),
             responses
           )
           // The reservation ran out: a retry runs and stores its answer.
@@ -171,19 +174,27 @@ describe("Idempotency.runOutsideTransaction", () => {
         Effect.gen(function* () {
           const run = (key: string, operation: Effect.Effect<Delivery, unknown>) =>
             idempotency.runOutsideTransaction(
-              { apiKeyId: "key_1", key, fingerprint: "fp" },
+              { apiKeyId: makeApiKeyId("key_1"), key, fingerprint: "fp" },
               operation,
               responses
             )
 
-          const missing = yield* Effect.flip(run("gone", deliveries.test(workspaceId, "wh_missing")))
+          const missing = yield* Effect.flip(
+            run("gone", deliveries.test(makeWorkspaceId(workspaceId), makeWebhookId("wh_missing")))
+          )
           expect((missing as { _tag: string })._tag).toBe("ResourceNotFound")
-          const replay = yield* run("gone", deliveries.test(workspaceId, webhookId))
+          const replay = yield* run(
+            "gone",
+            deliveries.test(makeWorkspaceId(workspaceId), makeWebhookId(webhookId))
+          )
           expect(replay._tag).toBe("Replayed")
           expect(receiver.calls()).toBe(0)
 
           yield* Effect.flip(run("invalid", Effect.fail(invalid([{ path: "", message: "no" }]))))
-          expect((yield* run("invalid", deliveries.test(workspaceId, webhookId)))._tag).toBe("Fresh")
+          expect(
+            (yield* run("invalid", deliveries.test(makeWorkspaceId(workspaceId), makeWebhookId(webhookId))))
+              ._tag
+          ).toBe("Fresh")
 
           const started = yield* Deferred.make<void>()
           const stuck = yield* Effect.fork(
@@ -191,10 +202,17 @@ describe("Idempotency.runOutsideTransaction", () => {
           )
           yield* Deferred.await(started)
           expect(
-            yield* Effect.flip(run("interrupted", deliveries.test(workspaceId, webhookId)))
+            yield* Effect.flip(
+              run("interrupted", deliveries.test(makeWorkspaceId(workspaceId), makeWebhookId(webhookId)))
+            )
           ).toBeInstanceOf(IdempotencyConflict)
           yield* Fiber.interrupt(stuck)
-          expect((yield* run("interrupted", deliveries.test(workspaceId, webhookId)))._tag).toBe("Fresh")
+          expect(
+            (yield* run(
+              "interrupted",
+              deliveries.test(makeWorkspaceId(workspaceId), makeWebhookId(webhookId))
+            ))._tag
+          ).toBe("Fresh")
           expect(receiver.calls()).toBe(2)
         })
       )

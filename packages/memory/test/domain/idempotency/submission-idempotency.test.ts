@@ -6,6 +6,9 @@ import { describe, expect, it } from "@effect/vitest"
 import {
   Idempotency,
   IntakeBots,
+  makeApiKeyId,
+  makeIntakeBotId,
+  makeWorkspaceId,
   PlanLimitExceeded,
   Provisioning,
   type SubmissionDetail,
@@ -55,8 +58,8 @@ const createWithKey = (
     const submissions = yield* Submissions
     const path = `/v1/intake-bots/${botId}/submissions`
     return yield* idempotency.run(
-      { apiKeyId, key, fingerprint: idempotency.fingerprint("POST", path, { data }) },
-      submissions.create(workspaceId, botId, { data }),
+      { apiKeyId: makeApiKeyId(apiKeyId), key, fingerprint: idempotency.fingerprint("POST", path, { data }) },
+      submissions.create(makeWorkspaceId(workspaceId), makeIntakeBotId(botId), { data }),
       {
         onSuccess: (submission: SubmissionDetail) => ({ status: 201, body: { id: submission.id } }),
         // As the server stores them: a refusal once the operation started (here, the quota).

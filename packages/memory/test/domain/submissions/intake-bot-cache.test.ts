@@ -6,7 +6,8 @@ import {
   IntakeBotCacheLive,
   IntakeBotRepository,
   IntakeBots,
-  IntakeBotsLive
+  IntakeBotsLive,
+  makeIntakeBotId
 } from "@intake/domain"
 import { MemoryAccessInvalidation } from "@intake/memory/internal"
 import { Effect, Layer, Option, TestClock } from "effect"
@@ -21,7 +22,7 @@ const CountingRepository = Layer.effect(
     findById: (id: string) =>
       Effect.zipRight(
         Effect.sync(() => reads.count++),
-        inner.findById(id)
+        inner.findById(makeIntakeBotId(id))
       )
   }))
 )

@@ -3,6 +3,7 @@ import {
   Crypto,
   IntakeBots,
   IntakeBotsLive,
+  makeIntakeBotId,
   ResourceNotFound,
   ShareSlug,
   Submissions,
@@ -175,7 +176,7 @@ describe("intake bots", () => {
         )
         expect(error).toMatchObject({ _tag: "ValidationFailed", issues: [{ path: "schema.0.options" }] })
         expect(yield* bots.get(workspace.id, bot.id)).toEqual(bot)
-        expect(yield* Effect.flip(bots.update("bot_unknown", { name: "x" }))).toMatchObject({
+        expect(yield* Effect.flip(bots.update(makeIntakeBotId("bot_unknown"), { name: "x" }))).toMatchObject({
           resource: "intake_bot"
         })
       }).pipe(Effect.provide(submissionsArea()))

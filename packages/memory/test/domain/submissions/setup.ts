@@ -3,6 +3,7 @@ import {
   BuiltInSummarizerLive,
   IntakeBots,
   IntakeBotsLive,
+  makeWorkspaceId,
   type NewIntakeBot,
   SubmissionsLive,
   type Workspace,
@@ -38,7 +39,7 @@ export const givenWorkspace = (overrides: Partial<Workspace> = {}) =>
   })
 
 export const givenBot = (workspaceId: string, overrides: Partial<NewIntakeBot> = {}) =>
-  Effect.flatMap(IntakeBots, (bots) => bots.create(workspaceId, newIntakeBot(overrides)))
+  Effect.flatMap(IntakeBots, (bots) => bots.create(makeWorkspaceId(workspaceId), newIntakeBot(overrides)))
 
 /** What the database holds for a workspace: the outbox, contacts and submissions. */
 export const writtenFor = (workspaceId: string) =>

@@ -5,6 +5,8 @@ import {
   type FieldType,
   IntakeBots,
   IntakeBotsLive,
+  makeIntakeBotId,
+  makeSubmissionId,
   PlanLimitExceeded,
   type SchemaField,
   StorageUnavailable,
@@ -246,7 +248,9 @@ describe("creating submissions", () => {
         createdBefore: null
       })
       expect(listed.submissions.items.map((item) => item.messageCount).sort()).toEqual([0, 3])
-      expect(yield* Effect.flip(submissions.createForBot("bot_unknown", { data: {} }))).toMatchObject({
+      expect(
+        yield* Effect.flip(submissions.createForBot(makeIntakeBotId("bot_unknown"), { data: {} }))
+      ).toMatchObject({
         resource: "intake_bot"
       })
       const badMessage = yield* Effect.flip(
@@ -527,7 +531,11 @@ describe("reading and removing submissions", () => {
       expect(yield* Effect.flip(submissions.get(mine.id, myBot.id, theirSubmission.id))).toMatchObject({
         resource: "submission"
       })
-      expect(yield* Effect.flip(submissions.get(mine.id, "bot_unknown", "sub_unknown"))).toMatchObject({
+      expect(
+        yield* Effect.flip(
+          submissions.get(mine.id, makeIntakeBotId("bot_unknown"), makeSubmissionId("sub_unknown"))
+        )
+      ).toMatchObject({
         resource: "intake_bot"
       })
     }).pipe(Effect.provide(submissionsArea()))

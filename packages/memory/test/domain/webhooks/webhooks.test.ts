@@ -1,5 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import {
+  makeIntakeBotId,
+  makeWebhookId,
   type NewWebhook,
   PlanLimitExceeded,
   ResourceNotFound,
@@ -78,7 +80,7 @@ describe("Webhooks.create", () => {
           url: "http://hooks.example.com/",
           events: ["submission.completed", "nope", "submission.completed"],
           description: "x".repeat(501),
-          intakeBotIds: ["bot_a", "bot_a"]
+          intakeBotIds: [makeIntakeBotId("bot_a"), makeIntakeBotId("bot_a")]
         })
       )
       const { status, paths } = validationOf(error)
@@ -95,7 +97,10 @@ describe("Webhooks.create", () => {
       const mine = yield* givenBot(workspace.id)
       const theirs = yield* givenBot(other.id)
       const error = yield* Effect.flip(
-        webhooks.create(workspace.id, { ...receiver, intakeBotIds: [mine.id, theirs.id, "bot_missing"] })
+        webhooks.create(workspace.id, {
+          ...receiver,
+          intakeBotIds: [mine.id, theirs.id, makeIntakeBotId("bot_missing")]
+        })
       )
       expect(validationOf(error)).toMatchObject({
         status: 422,
@@ -218,7 +223,7 @@ describe("receiver addresses", () => {
         webhooks.create(workspace.id, {
           ...receiver,
           url: "https://10.1.1.1/",
-          intakeBotIds: ["bot_missing"]
+          intakeBotIds: [makeIntakeBotId("bot_missing")]
         })
       )
       expect(validationOf(error)).toMatchObject({ status: 422, paths: ["url", "intake_bot_ids.0"] })
@@ -270,7 +275,7 @@ describe("Webhooks.list and get", () => {
       const theirs = yield* webhooks.create(other.id, receiver)
       for (const error of [
         yield* Effect.flip(webhooks.get(workspace.id, theirs.id)),
-        yield* Effect.flip(webhooks.get(workspace.id, "wh_unknown")),
+        yield* Effect.flip(webhooks.get(workspace.id, makeWebhookId("wh_unknown"))),
         yield* Effect.flip(webhooks.update(workspace.id, theirs.id, { status: "paused" })),
         yield* Effect.flip(webhooks.remove(workspace.id, theirs.id))
       ]) {
