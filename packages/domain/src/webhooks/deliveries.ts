@@ -17,7 +17,7 @@ import { Crypto, Ids, UnitOfWork } from "../shared/ports.js"
 import { EventOutbox } from "../submissions/ports.js"
 import { pendingAttempt, pendingAttemptsFor } from "./attempts.js"
 import { sendSpacingMs } from "./delivery-isolation.js"
-import { DeliverySettings, sendWindowMs } from "./delivery-settings.js"
+import { DeliverySettings, retriedOnStorage, sendWindowMs } from "./delivery-settings.js"
 import { afterAttempt, disabledBy } from "./endpoint-health.js"
 import { TEST_EVENT_TYPE, testPayload, type WebhookPayload, webhookDisabledEvent } from "./event-payloads.js"
 import { makePayloads } from "./payloads.js"
@@ -33,18 +33,6 @@ import { queueRecoveredAttempts } from "./recovery.js"
 import { retryAfterMillis, retryDelay } from "./retry-schedule.js"
 import { finishedAttempt, logAttempt, logDisabled, makeSender, outcomeOf } from "./sending.js"
 import { type AttemptMade, Deliveries, type PreparedAttempt } from "./services.js"
-
-/**
- * How a claimed attempt rides out a database blip (docs/choices.md, Webhooks): its writes
- * are tried again after 0.1, 0.2, 0.4, 0.8, 1.6 and 3.2 s, so a blip of a few seconds
- * costs no lease (15 s) and no second send.
- */
-export const STORE_RETRY = Schedule.exponential(Duration.millis(100)).pipe(
-  Schedule.intersect(Schedule.recurs(6))
-)
-
-const retriedOnStorage = <A, E extends { readonly _tag: string }, R>(write: Effect.Effect<A, E, R>) =>
-  Effect.retry(write, { schedule: STORE_RETRY, while: (error) => error._tag === "StorageUnavailable" })
 
 /** Claims that ran out while their attempts were under way: another dispatcher owns them now. */
 class LostClaims extends Data.TaggedError("LostClaims")<{ readonly ids: ReadonlyArray<string> }> {}

@@ -3,7 +3,7 @@
  * configuration (WEBHOOK_RETRY_SCHEDULE, WEBHOOK_DISABLE_AFTER, WEBHOOK_RETENTION). A Context.Reference:
  * a runtime that provides nothing gets the defaults of docs/rules.md, Webhooks and deliveries.
  */
-import { Context, Either, Layer } from "effect"
+import { Context, Duration, Effect, Either, Layer, Schedule } from "effect"
 import { DEFAULT_ISOLATION, type IsolationPolicy } from "./delivery-isolation.js"
 import {
   DEFAULT_DISABLE_AFTER,
@@ -60,3 +60,16 @@ export class DeliverySettings extends Context.Reference<DeliverySettings>()("@in
   static readonly layer = (values: Partial<DeliverySettingsValues>): Layer.Layer<never> =>
     Layer.succeed(DeliverySettings, { ...defaults(), ...values })
 }
+
+/**
+ * How a claimed attempt rides out a database blip (docs/choices.md, Webhooks): its writes
+ * are tried again after 0.1, 0.2, 0.4, 0.8, 1.6 and 3.2 s, so a blip of a few seconds
+ * costs no lease (15 s) and no second send.
+ */
+export const STORE_RETRY = Schedule.exponential(Duration.millis(100)).pipe(
+  Schedule.intersect(Schedule.recurs(6))
+)
+
+/** `write`, tried again on StorageUnavailable along STORE_RETRY. */
+export const retriedOnStorage = <A, E extends { readonly _tag: string }, R>(write: Effect.Effect<A, E, R>) =>
+  Effect.retry(write, { schedule: STORE_RETRY, while: (error) => error._tag === "StorageUnavailable" })
