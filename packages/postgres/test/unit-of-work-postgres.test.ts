@@ -6,34 +6,14 @@
  * deferred to the next one: unit-of-work-deferred-postgres.test.ts.
  */
 import { SqlClient } from "@effect/sql"
-import { expect, layer } from "@effect/vitest"
+import { expect } from "@effect/vitest"
 import { UnitOfWork } from "@intake/domain"
-import { Cause, Duration, Effect, Exit, Fiber, Layer, Option, Schedule } from "effect"
+import { Cause, Duration, Effect, Exit, Fiber, Option, Schedule } from "effect"
 import { PgReads } from "../src/driver/direct-pool.js"
-import { type SqlText, statement } from "../src/driver/statement.js"
-import { statementSteps } from "../src/driver/statement-steps.js"
+import { statement } from "../src/driver/statement.js"
 import { StatementAfterCommit } from "../src/driver/transaction-client.js"
-import { PostgresTestDatabase } from "../src/testing.js"
-import { PgUnitOfWork } from "../src/unit-of-work.js"
 import { describePostgres } from "./support.js"
-
-const database = PostgresTestDatabase(undefined, {
-  maxConnections: 3,
-  // Far longer than the test waits: only a cancel can end the statement in time.
-  queryTimeout: Duration.seconds(60)
-})
-
-/** Statements as the repositories run them, answering their rows: any one, and a unit of work's last. */
-const statementsAndRows = Effect.map(statementSteps, ({ step, final, deferred }) => ({
-  rowsOf: (sql: SqlText) => step("test", sql, Exit.succeed),
-  finalRowsOf: (sql: SqlText) => final("test", sql, Exit.succeed),
-  deferredOf: (sql: SqlText) => deferred("deferred test", sql)
-}))
-
-const onPostgres = layer(PgUnitOfWork.pipe(Layer.provideMerge(database)), {
-  excludeTestServices: true,
-  timeout: Duration.seconds(60)
-})
+import { onPostgres, statementsAndRows } from "./unit-of-work-support.js"
 
 describePostgres("a unit of work on PostgreSQL", () => {
   onPostgres("interrupted", (it) => {
