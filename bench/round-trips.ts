@@ -87,7 +87,7 @@ pg.Client.prototype.query = function (this: unknown, ...args: Array<unknown>) {
     | { text?: string; carriesCommit?: boolean; carried?: ReadonlyArray<{ text: string }> }
     | undefined
   const text = typeof config === "string" ? config : (config?.text ?? "?")
-  // Statements deferred to this one, and a COMMIT sent with it (packages/postgres/src/reads.ts):
+  // Statements deferred to this one, and a COMMIT sent with it (packages/postgres/src/driver/transaction-client.ts):
   // one round trip for all.
   const carried =
     typeof config === "string"

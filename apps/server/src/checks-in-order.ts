@@ -3,7 +3,7 @@
  * that fails answers. Each names the function that performs it:
  *
  * 1. The API key (401 authentication_required): `Access.authenticate`
- *    (packages/domain/src/usecases/access.ts) parses the bearer key, hashes it, looks it up
+ *    (packages/domain/src/access/access.ts) parses the bearer key, hashes it, looks it up
  *    and refuses it revoked or expired. A request refused here is rate limited per client
  *    address instead of per key (`refusedKey`: `Access.limitAnonymous`, `clientIp` in
  *    request.ts), so its answer carries the rate-limit headers too.

@@ -15,6 +15,7 @@ import { databaseSettings, type PoolMode } from "@intake/postgres"
 import { Config, ConfigError, Duration, Either, type LogLevel, Option, Redacted } from "effect"
 import { MAX_BODY_BYTES } from "./body.js"
 import { type CorsOrigins, parseCorsOrigins } from "./cors.js"
+import type { RedisClusterAuth } from "./runtime.js"
 import { type AdmissionBounds, DEFAULT_ADMISSION } from "./server.js"
 
 export interface ServerConfig {
@@ -29,10 +30,7 @@ export interface ServerConfig {
   /** REDIS_CLUSTER_NODES: host:port of Redis Cluster nodes, instead of REDIS_URL (empty: none). */
   readonly redisClusterNodes: ReadonlyArray<string>
   /** REDIS_CLUSTER_PASSWORD and REDIS_CLUSTER_USERNAME: what the cluster's nodes ask for (none: no password). */
-  readonly redisClusterAuth: Option.Option<{
-    readonly username?: string
-    readonly password: Redacted.Redacted
-  }>
+  readonly redisClusterAuth: Option.Option<RedisClusterAuth>
   /** REDIS_KEY_PREFIX: before every Redis key and channel, so deployments can share one Redis. */
   readonly redisKeyPrefix: string
   readonly adminToken: Option.Option<Redacted.Redacted>

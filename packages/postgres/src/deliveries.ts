@@ -2,7 +2,7 @@
  * The delivery queue and log on Postgres, and the dispatcher wake-up over LISTEN/NOTIFY.
  *
  * The queue is the `deliveries` rows with a `due_at`. A claim follows the isolation
- * policies (policies/delivery-isolation.ts, docs/webhooks.md): it walks the endpoints
+ * policies (webhooks/delivery-isolation.ts of the domain, docs/webhooks.md): it walks the endpoints
  * with pending attempts and takes a transaction-scoped advisory lock on each (`pg_try_…`:
  * a claim never waits on another, it skips the endpoints another claim holds), in one
  * statement. Under those locks it reads their backlogs, in a statement whose snapshot

@@ -72,7 +72,7 @@ describePostgres("on PostgreSQL", () => {
         }
         expect(yield* storedCount(workspace.id)).toBe(12)
         // A refused create leaves nothing: its events were written before the reservation
-        // failed, and the COMMIT sent with the reservation was skipped (reads.ts).
+        // failed, and the COMMIT sent with the reservation was skipped (driver/committing-query.ts).
         const sql = yield* SqlClient.SqlClient
         const [events] = yield* sql<{ n: string }>`SELECT count(*) AS n FROM domain_events
           WHERE workspace_id = ${workspace.id} AND type = 'submission.completed'`

@@ -143,7 +143,7 @@ describePostgres("on PostgreSQL", () => {
       it.effect(
         "submissions: a page kept under one name gets a generic plan after five runs, which sorts all of bot_1's rows",
         () =>
-          // Why a page is a `planned` statement (reads.ts, ReplannedQuery): a plan made for no bot
+          // Why a page is a `planned` statement (driver/replanned-query.ts, ReplannedQuery): a plan made for no bot
           // in particular expects the rows of an average bot (sixty here), for which a sort is
           // cheapest, and PostgreSQL then sorts all of bot_1's 20 050 rows for each of its pages.
           Effect.gen(function* () {

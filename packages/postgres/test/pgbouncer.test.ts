@@ -75,7 +75,7 @@ withPgBouncer("PgBouncer", () =>
     deliveryContract("PostgreSQL through PgBouncer", ports)
 
     /**
-     * A statement of reads.ts (`step`) on a pool of one client, run twice: between the runs,
+     * A statement of driver/statement-steps.ts (`step`) on a pool of one client, run twice: between the runs,
      * two other clients take the bouncer's two server sessions in turn so that the second run
      * lands on the session the first did not use. Answers each run's exit.
      */

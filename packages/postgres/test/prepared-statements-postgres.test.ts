@@ -1,6 +1,6 @@
 /**
  * A named statement run again on a connection that has prepared it is sent without asking
- * PostgreSQL to describe its rows again (reads.ts, PreparedQuery): its rows read exactly as
+ * PostgreSQL to describe its rows again (driver/prepared-query.ts, PreparedQuery): its rows read exactly as
  * on its first run, and a value that cannot be sent fails that statement alone. A Date
  * parameter names the same instant on every run.
  */

@@ -42,7 +42,7 @@ const install = () => {
   pg.Client.prototype.query = function (this: unknown, ...args: Array<unknown>) {
     const config = args[0] as string | { text?: string; name?: string } | undefined
     const text = typeof config === "string" ? config : (config?.text ?? "?")
-    // Statements carried ahead of this one, and a COMMIT sent with it (reads.ts): one round trip for all.
+    // Statements carried ahead of this one, and a COMMIT sent with it (src/driver/transaction-client.ts): one round trip for all.
     const carried = carriedStatements(config).map((carriedText) => `${shortened(carriedText)} + `)
     const sent = `${carried.join("")}${shortened(text)}`
     recording.getStore()?.statements.push(carriesCommit(config) ? `${sent} + COMMIT` : sent)

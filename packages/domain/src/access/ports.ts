@@ -47,14 +47,14 @@ export interface IdempotencyScope {
 /**
  * `IdempotencyStore.complete` found an unexpired record it may not replace: another unit of
  * work stored one after this one's claim read. Never an answer: the unit of work is rolled
- * back and the key claimed again (usecases/idempotency.ts).
+ * back and the key claimed again (access/idempotency.ts).
  */
 export class IdempotencyRecordExists extends Data.TaggedError("IdempotencyRecordExists") {}
 
 /**
  * `IdempotencyStore.claimFresh` found the scope held by another unit of work or a record
  * stored for it. Never an answer: the unit of work is rolled back and `claim` tells which
- * (usecases/idempotency.ts).
+ * (access/idempotency.ts).
  */
 export class IdempotencyClaimNotFresh extends Data.TaggedError("IdempotencyClaimNotFresh") {}
 

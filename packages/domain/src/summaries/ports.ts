@@ -40,7 +40,7 @@ export class Summarizer extends Context.Tag("@intake/Summarizer")<
      * by the summary job after the submission is stored, never on the request path.
      */
     readonly kind: "built-in" | "model"
-    /** A summary as the summarizer wrote it; the caller sanitizes it (policies/model-summary.ts). */
+    /** A summary as the summarizer wrote it; the caller sanitizes it (model-summary.ts). */
     readonly summarize: (input: SummaryInput) => Effect.Effect<string, SummaryUnavailable>
   }
 >() {}

@@ -9,7 +9,7 @@ import { circuitAfterAttempt, DEFAULT_ISOLATION, type IsolationPolicy } from "./
 import type { AttemptOutcome } from "./ports.js"
 
 /**
- * Also moves the circuit breaker (policies/delivery-isolation.ts): a success closes it; a
+ * Also moves the circuit breaker (delivery-isolation.ts): a success closes it; a
  * failure at or past the threshold (a failed probe too) opens it from the attempt's end.
  */
 export const afterAttempt = (

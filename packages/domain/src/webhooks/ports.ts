@@ -69,7 +69,7 @@ export class AddressResolver extends Context.Tag("@intake/AddressResolver")<
 
 // ---------------------------------------------------------------- webhook deliveries
 
-/** What one attempt did to its endpoint's delivery state (see policies/endpoint-health.ts). */
+/** What one attempt did to its endpoint's delivery state (see endpoint-health.ts). */
 export interface AttemptOutcome {
   readonly ok: boolean
   /** The receiver's status, when it answered. */
@@ -155,7 +155,7 @@ export class DeliveryRepository extends Context.Tag("@intake/DeliveryRepository"
     /**
      * Leases up to `limit` pending attempts that are due at `now` and not leased (or whose
      * lease ended), until `now + leaseMs`, under `claimToken`, as `isolation` allows
-     * (policies/delivery-isolation.ts, atomically across dispatchers): never more of one
+     * (delivery-isolation.ts, atomically across dispatchers): never more of one
      * endpoint in flight than its limit, nothing of an endpoint whose circuit is open, one
      * probe when half open, sends spaced by its rate limit; endpoints and workspaces take
      * turns (`fairOrder`), each endpoint's earliest due first.

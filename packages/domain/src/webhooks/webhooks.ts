@@ -1,6 +1,6 @@
 /**
  * Webhook endpoint management: list, get, create, update, remove. Delivery is the
- * dispatcher's (a later piece); what it reuses lives in policies/ and receiver-address.ts.
+ * dispatcher's (a later piece); what it reuses lives beside it in webhooks/ (webhook-url.ts, webhook-secret.ts, receiver-address.ts).
  */
 import { Clock, Effect, Either, Layer, Option } from "effect"
 import { maxWebhookEndpoints } from "../access/plans.js"
